@@ -1,0 +1,77 @@
+//! Element types of TensorRT tensors, one mapping for the whole crate.
+
+/// The element type of a tensor (TensorRT's `nvinfer1::DataType`).
+///
+/// The numeric values of TensorRT's enum are checked against the headers at
+/// compile time in `trt-sys`; this Rust enum is the safe face of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub enum DataType {
+    /// 32-bit float.
+    Float,
+    /// IEEE 16-bit float.
+    Half,
+    /// bfloat16.
+    BF16,
+    /// Signed 8-bit integer (quantized).
+    Int8,
+    /// Unsigned 8-bit integer.
+    Uint8,
+    /// Signed 32-bit integer.
+    Int32,
+    /// Signed 64-bit integer.
+    Int64,
+    /// Boolean stored as one byte.
+    Bool,
+    /// 8-bit float (E4M3).
+    Fp8,
+    /// Signed 4-bit integer, packed two per byte.
+    Int4,
+    /// 4-bit float (E2M1), packed two per byte.
+    Fp4,
+    /// 8-bit exponent-only scale type.
+    E8M0,
+}
+
+impl DataType {
+    /// Size of one element in bits (4 for the packed 4-bit types).
+    pub const fn bits(self) -> usize {
+        match self {
+            DataType::Float | DataType::Int32 => 32,
+            DataType::Half | DataType::BF16 => 16,
+            DataType::Int64 => 64,
+            DataType::Int8 | DataType::Uint8 | DataType::Bool | DataType::Fp8 | DataType::E8M0 => 8,
+            DataType::Int4 | DataType::Fp4 => 4,
+        }
+    }
+
+    /// Bytes needed for `count` elements (rounded up for packed 4-bit types).
+    pub const fn bytes_for(self, count: usize) -> usize {
+        (count * self.bits()).div_ceil(8)
+    }
+
+    /// Is this a floating-point type?
+    pub const fn is_float(self) -> bool {
+        matches!(self, DataType::Float | DataType::Half | DataType::BF16 | DataType::Fp8 | DataType::Fp4)
+    }
+}
+
+impl std::fmt::Display for DataType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self {
+            DataType::Float => "f32",
+            DataType::Half => "f16",
+            DataType::BF16 => "bf16",
+            DataType::Int8 => "i8",
+            DataType::Uint8 => "u8",
+            DataType::Int32 => "i32",
+            DataType::Int64 => "i64",
+            DataType::Bool => "bool",
+            DataType::Fp8 => "fp8",
+            DataType::Int4 => "i4",
+            DataType::Fp4 => "fp4",
+            DataType::E8M0 => "e8m0",
+        };
+        f.write_str(s)
+    }
+}
