@@ -1,0 +1,138 @@
+// Runtime, engine, engine inspector, execution context, output allocator.
+#include "trt_shim.h"
+
+#include <mutex>
+
+#include "trt-sys/src/bridge.rs.h"
+#include "util.h"
+
+namespace trt_shim {
+
+std::unique_ptr<ICudaEngine> runtime_deserialize(IRuntime &runtime, rust::Slice<const uint8_t> plan) {
+  return std::unique_ptr<ICudaEngine>(runtime.deserializeCudaEngine(plan.data(), plan.size()));
+}
+
+void runtime_set_error_recorder(IRuntime &runtime) { runtime.setErrorRecorder(&shim_error_recorder()); }
+
+int32_t engine_nb_io(const ICudaEngine &engine) { return engine.getNbIOTensors(); }
+int32_t engine_nb_layers(const ICudaEngine &engine) { return engine.getNbLayers(); }
+int32_t engine_nb_profiles(const ICudaEngine &engine) { return engine.getNbOptimizationProfiles(); }
+int64_t engine_device_memory_size(const ICudaEngine &engine) { return engine.getDeviceMemorySizeV2(); }
+rust::String engine_name(const ICudaEngine &engine) { return string_or_empty(engine.getName()); }
+
+TensorDesc engine_tensor(const ICudaEngine &engine, int32_t index) {
+  TensorDesc out{};
+  char const *name = engine.getIOTensorName(index);
+  if (name == nullptr) {
+    out.mode = TensorIOMode::kNONE;
+    return out;
+  }
+  out.name = string_or_empty(name);
+  out.mode = engine.getTensorIOMode(name);
+  out.dtype = engine.getTensorDataType(name);
+  out.shape = from_dims(engine.getTensorShape(name));
+  out.format = engine.getTensorFormat(name);
+  out.format_desc = string_or_empty(engine.getTensorFormatDesc(name));
+  out.vectorized_dim = engine.getTensorVectorizedDim(name);
+  out.components_per_element = engine.getTensorComponentsPerElement(name);
+  out.is_shape_binding = engine.isShapeInferenceIO(name);
+  out.location = engine.getTensorLocation(name);
+  return out;
+}
+
+rust::Vec<int64_t> engine_profile_dims(const ICudaEngine &engine, rust::Str name, int32_t profile,
+                                       OptProfileSelector which) {
+  return from_dims(engine.getProfileShape(str(name).c_str(), profile, which));
+}
+
+std::unique_ptr<IHostMemory> engine_serialize(const ICudaEngine &engine) {
+  return std::unique_ptr<IHostMemory>(engine.serialize());
+}
+
+rust::String engine_layer_info(const ICudaEngine &engine, bool json) {
+  std::unique_ptr<IEngineInspector> inspector(engine.createEngineInspector());
+  if (!inspector) {
+    return rust::String();
+  }
+  auto format = json ? LayerInformationFormat::kJSON : LayerInformationFormat::kONELINE;
+  return string_or_empty(inspector->getEngineInformation(format));
+}
+
+std::unique_ptr<IExecutionContext> engine_create_context(ICudaEngine &engine,
+                                                         ExecutionContextAllocationStrategy strategy) {
+  std::unique_ptr<IRuntimeConfig> config(engine.createRuntimeConfig());
+  if (!config) {
+    return nullptr;
+  }
+  config->setExecutionContextAllocationStrategy(strategy);
+  return std::unique_ptr<IExecutionContext>(engine.createExecutionContext(config.get()));
+}
+
+bool context_set_profile(IExecutionContext &context, int32_t profile, size_t stream) {
+  return context.setOptimizationProfileAsync(profile, reinterpret_cast<cudaStream_t>(stream));
+}
+
+int32_t context_profile(const IExecutionContext &context) { return context.getOptimizationProfile(); }
+
+bool context_set_input_shape(IExecutionContext &context, rust::Str name, rust::Slice<const int64_t> dims) {
+  if (dims.size() > static_cast<size_t>(Dims::MAX_DIMS)) {
+    return false;
+  }
+  return context.setInputShape(str(name).c_str(), to_dims(dims));
+}
+
+rust::Vec<int64_t> context_tensor_shape(const IExecutionContext &context, rust::Str name) {
+  return from_dims(context.getTensorShape(str(name).c_str()));
+}
+
+bool context_all_shapes_specified(const IExecutionContext &context) { return context.allInputDimensionsSpecified(); }
+
+bool context_set_tensor_address(IExecutionContext &context, rust::Str name, size_t address) {
+  return context.setTensorAddress(str(name).c_str(), reinterpret_cast<void *>(address));
+}
+
+bool context_enqueue(IExecutionContext &context, size_t stream) {
+  return context.enqueueV3(reinterpret_cast<cudaStream_t>(stream));
+}
+
+void context_set_device_memory(IExecutionContext &context, size_t address, int64_t size) {
+  context.setDeviceMemoryV2(reinterpret_cast<void *>(address), size);
+}
+
+struct OutputAllocator::Impl {
+  std::mutex lock;
+  rust::Box<OutputSink> sink;
+  explicit Impl(rust::Box<OutputSink> s) : sink(std::move(s)) {}
+};
+
+OutputAllocator::OutputAllocator(rust::Box<OutputSink> sink) : impl(new Impl(std::move(sink))) {}
+OutputAllocator::~OutputAllocator() = default;
+
+void *OutputAllocator::reallocateOutputAsync(char const *name, void *, uint64_t size, uint64_t alignment,
+                                             cudaStream_t) noexcept {
+  try {
+    std::lock_guard<std::mutex> guard(impl->lock);
+    return reinterpret_cast<void *>(impl->sink->reallocate(rust::Str(name ? name : ""), size, alignment));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void OutputAllocator::notifyShape(char const *name, Dims const &dims) noexcept {
+  try {
+    std::lock_guard<std::mutex> guard(impl->lock);
+    rust::Vec<int64_t> d = from_dims(dims);
+    impl->sink->notify_shape(rust::Str(name ? name : ""), rust::Slice<const int64_t>(d.data(), d.size()));
+  } catch (...) {
+  }
+}
+
+std::unique_ptr<OutputAllocator> new_output_allocator(rust::Box<OutputSink> sink) {
+  return std::make_unique<OutputAllocator>(std::move(sink));
+}
+
+bool context_set_output_allocator(IExecutionContext &context, rust::Str name, OutputAllocator &allocator) {
+  return context.setOutputAllocator(str(name).c_str(), &allocator);
+}
+
+} // namespace trt_shim

@@ -1,0 +1,138 @@
+//! The Rust side of the shim's callbacks. C++ subclasses (logger, error
+//! recorder, progress monitor, output allocator) forward to these; every entry
+//! point catches panics, because unwinding into C++ is undefined behaviour.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// Signature of the process-wide hooks that receive log messages and recorded errors.
+pub type Hook = fn(i32, &str);
+
+static LOG_HOOK: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+static ERROR_HOOK: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Install the function that receives every TensorRT log message (severity as
+/// `ILogger::Severity`: 0 internal error ... 4 verbose). Without a hook, messages are dropped.
+pub fn set_log_hook(hook: Hook) {
+    LOG_HOOK.store(hook as *mut (), Ordering::Release);
+}
+
+/// Install the function that receives every error reported to the shim's `IErrorRecorder`.
+pub fn set_error_hook(hook: Hook) {
+    ERROR_HOOK.store(hook as *mut (), Ordering::Release);
+}
+
+fn call_hook(slot: &AtomicPtr<()>, a: i32, b: &str) {
+    let ptr = slot.load(Ordering::Acquire);
+    if ptr.is_null() {
+        return;
+    }
+    // SAFETY: only `set_*_hook` store into the slot, always a valid `Hook`.
+    let hook: Hook = unsafe { std::mem::transmute::<*mut (), Hook>(ptr) };
+    // A panicking hook must not unwind into TensorRT; the message is lost.
+    let _ = catch_unwind(|| hook(a, b));
+}
+
+pub(crate) fn forward_log(severity: i32, message: &str) {
+    call_hook(&LOG_HOOK, severity, message);
+}
+
+pub(crate) fn forward_error(code: i32, description: &str) {
+    call_hook(&ERROR_HOOK, code, description);
+}
+
+/// Receives TensorRT's build progress (`IProgressMonitor`).
+pub trait ProgressCallbacks: Send {
+    /// A phase of the build starts, with `steps` steps, nested in `parent` (empty for none).
+    fn phase_start(&mut self, phase: &str, parent: &str, steps: i32);
+    /// A step of a phase completed. Return `false` to cancel the build.
+    fn step_complete(&mut self, phase: &str, step: i32) -> bool;
+    /// A phase finished.
+    fn phase_finish(&mut self, phase: &str);
+}
+
+/// A boxed [`ProgressCallbacks`] handed to the shim. After a panic in a callback
+/// the build is cancelled and the panic message kept for the caller.
+pub struct ProgressSink {
+    inner: Box<dyn ProgressCallbacks>,
+    panic: PanicSlot,
+}
+
+/// Where a callback's panic message is kept for the caller to report.
+pub type PanicSlot = std::sync::Arc<std::sync::Mutex<Option<String>>>;
+
+impl ProgressSink {
+    /// Wrap callbacks for the shim; a panic's message lands in `panic`.
+    pub fn new(inner: Box<dyn ProgressCallbacks>, panic: PanicSlot) -> Box<Self> {
+        Box::new(ProgressSink { inner, panic })
+    }
+
+    fn guard<R>(&mut self, fallback: R, f: impl FnOnce(&mut dyn ProgressCallbacks) -> R) -> R {
+        let mut slot = self.panic.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_some() {
+            return fallback;
+        }
+        match catch_unwind(AssertUnwindSafe(|| f(self.inner.as_mut()))) {
+            Ok(r) => r,
+            Err(payload) => {
+                *slot = Some(panic_message(payload.as_ref()));
+                fallback
+            }
+        }
+    }
+
+    pub(crate) fn phase_start(&mut self, phase: &str, parent: &str, steps: i32) {
+        self.guard((), |cb| cb.phase_start(phase, parent, steps))
+    }
+
+    pub(crate) fn step_complete(&mut self, phase: &str, step: i32) -> bool {
+        // After a panic, `false` cancels the build.
+        self.guard(false, |cb| cb.step_complete(phase, step))
+    }
+
+    pub(crate) fn phase_finish(&mut self, phase: &str) {
+        self.guard((), |cb| cb.phase_finish(phase))
+    }
+}
+
+/// Allocates device memory for outputs whose size is known only during execution
+/// (`IOutputAllocator`).
+pub trait OutputCallbacks: Send {
+    /// Return a device address of at least `size` bytes aligned to `alignment` for
+    /// output `name`, or 0 when allocation failed.
+    fn reallocate(&mut self, name: &str, size: u64, alignment: u64) -> usize;
+    /// The final shape of output `name`.
+    fn notify_shape(&mut self, name: &str, dims: &[i64]);
+}
+
+/// A boxed [`OutputCallbacks`] handed to the shim. A panic makes allocation fail
+/// (address 0), which TensorRT reports as an enqueue error.
+pub struct OutputSink {
+    inner: Box<dyn OutputCallbacks>,
+}
+
+impl OutputSink {
+    /// Wrap callbacks for the shim.
+    pub fn new(inner: Box<dyn OutputCallbacks>) -> Box<Self> {
+        Box::new(OutputSink { inner })
+    }
+
+    pub(crate) fn reallocate(&mut self, name: &str, size: u64, alignment: u64) -> usize {
+        catch_unwind(AssertUnwindSafe(|| self.inner.reallocate(name, size, alignment))).unwrap_or(0)
+    }
+
+    pub(crate) fn notify_shape(&mut self, name: &str, dims: &[i64]) {
+        let _ = catch_unwind(AssertUnwindSafe(|| self.inner.notify_shape(name, dims)));
+    }
+}
+
+/// Text of a panic payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
