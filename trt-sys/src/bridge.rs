@@ -542,6 +542,11 @@ pub mod ffi {
         fn new_output_allocator(sink: Box<OutputSink>) -> Result<UniquePtr<OutputAllocator>>;
         fn context_set_output_allocator(context: Pin<&mut IExecutionContext>, name: &str, allocator: Pin<&mut OutputAllocator>) -> Result<bool>;
     }
+
+    // Objects created by factories arrive as raw pointers and are owned afterwards.
+    impl UniquePtr<IBuilder> {}
+    impl UniquePtr<IRuntime> {}
+    impl UniquePtr<IParser> {}
 }
 
 use crate::callbacks::{forward_error, forward_log, OutputSink, ProgressSink};

@@ -75,3 +75,44 @@ impl std::fmt::Display for DataType {
         f.write_str(s)
     }
 }
+
+impl DataType {
+    /// From the header-checked enum of trt-sys.
+    pub(crate) fn from_sys(t: trt_sys::ffi::DataType) -> Option<DataType> {
+        use trt_sys::ffi::DataType as S;
+        Some(match t {
+            S::kFLOAT => DataType::Float,
+            S::kHALF => DataType::Half,
+            S::kBF16 => DataType::BF16,
+            S::kINT8 => DataType::Int8,
+            S::kUINT8 => DataType::Uint8,
+            S::kINT32 => DataType::Int32,
+            S::kINT64 => DataType::Int64,
+            S::kBOOL => DataType::Bool,
+            S::kFP8 => DataType::Fp8,
+            S::kINT4 => DataType::Int4,
+            S::kFP4 => DataType::Fp4,
+            S::kE8M0 => DataType::E8M0,
+            _ => return None,
+        })
+    }
+
+    /// To the header-checked enum of trt-sys.
+    pub(crate) fn to_sys(self) -> trt_sys::ffi::DataType {
+        use trt_sys::ffi::DataType as S;
+        match self {
+            DataType::Float => S::kFLOAT,
+            DataType::Half => S::kHALF,
+            DataType::BF16 => S::kBF16,
+            DataType::Int8 => S::kINT8,
+            DataType::Uint8 => S::kUINT8,
+            DataType::Int32 => S::kINT32,
+            DataType::Int64 => S::kINT64,
+            DataType::Bool => S::kBOOL,
+            DataType::Fp8 => S::kFP8,
+            DataType::Int4 => S::kINT4,
+            DataType::Fp4 => S::kFP4,
+            DataType::E8M0 => S::kE8M0,
+        }
+    }
+}

@@ -232,6 +232,10 @@ pub enum Error {
         what: String,
     },
 
+    /// The build was cancelled through the progress monitor.
+    #[error("the build was cancelled by the progress monitor")]
+    Cancelled,
+
     /// A user callback (logger, progress monitor, calibrator, ...) panicked.
     #[error("callback panicked: {0}")]
     CallbackPanicked(String),
