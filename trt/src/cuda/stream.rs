@@ -1,0 +1,177 @@
+//! [`Stream`] and [`Event`].
+
+use super::{cuda_err, Device, RawEvent, RawStream};
+use crate::{Error, Result};
+use cudarc::driver::{sys, CudaEvent, CudaStream};
+use std::sync::Arc;
+
+/// An owned, non-blocking CUDA stream (`CU_STREAM_NON_BLOCKING`, never the legacy
+/// default stream) of one [`Device`].
+///
+/// Work enqueued on a stream runs in order; work on different streams may
+/// overlap. The stream is destroyed when this value and every buffer allocated
+/// on it are dropped (buffers hold an `Arc` of their stream and free their
+/// memory on it).
+///
+/// `Send + Sync`: the driver API is thread-safe and a stream may receive work
+/// from several threads (CUDA orders it in the order the calls happen).
+#[derive(Debug)]
+pub struct Stream {
+    inner: Arc<CudaStream>,
+    device: Device,
+}
+
+impl Stream {
+    /// Creates a new non-blocking stream on `device`.
+    pub fn new(device: &Device) -> Result<Stream> {
+        let inner = device
+            .ctx()
+            .new_stream()
+            .map_err(cuda_err("cuStreamCreate"))?;
+        Ok(Stream {
+            inner,
+            device: device.clone(),
+        })
+    }
+
+    /// The device this stream belongs to.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Blocks until all work enqueued on this stream so far has completed.
+    pub fn synchronize(&self) -> Result<()> {
+        self.inner
+            .synchronize()
+            .map_err(cuda_err("cuStreamSynchronize"))
+    }
+
+    /// Makes all future work on this stream wait until `event`'s recorded work completes.
+    pub fn wait(&self, event: &Event) -> Result<()> {
+        self.same_device(&event.device, "Stream::wait")?;
+        self.inner
+            .wait(&event.inner)
+            .map_err(cuda_err("cuStreamWaitEvent"))
+    }
+
+    /// The raw `CUstream`, which is also the runtime API's `cudaStream_t`
+    /// (TensorRT's `enqueueV3` takes it).
+    ///
+    /// The handle stays valid while `self` lives. Do not destroy it. Work
+    /// enqueued through it is not tracked by any buffer: use
+    /// [`DeviceBuffer::device_ptr`](super::DeviceBuffer::device_ptr) for the
+    /// addresses that work uses.
+    pub fn as_raw(&self) -> RawStream {
+        self.inner.cu_stream()
+    }
+
+    /// Escape hatch: the cudarc stream.
+    pub fn cudarc_stream(&self) -> &Arc<CudaStream> {
+        &self.inner
+    }
+
+    pub(crate) fn cu(&self) -> &CudaStream {
+        &self.inner
+    }
+
+    /// Makes the stream's context current on the calling thread.
+    pub(crate) fn bind(&self) -> Result<()> {
+        self.device.bind()
+    }
+
+    /// `InvalidArgument` unless `other` is this stream's device.
+    pub(crate) fn same_device(&self, other: &Device, what: &str) -> Result<()> {
+        if *other == self.device {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "{what}: the stream is on CUDA device {} but the other object is on device {}",
+                self.device.ordinal(),
+                other.ordinal()
+            )))
+        }
+    }
+}
+
+/// A CUDA event: a point in a stream's work to wait for or to time.
+///
+/// `Send + Sync`: CUDA events are driver objects that any thread may record,
+/// query or wait on; recording from two threads at once is defined (the later
+/// record wins).
+#[derive(Debug)]
+pub struct Event {
+    inner: CudaEvent,
+    device: Device,
+}
+
+impl Event {
+    /// Creates an event that can measure time ([`Event::elapsed_ms`]).
+    ///
+    /// [`Event::synchronize`] on it blocks the calling thread (it sleeps instead
+    /// of spinning: `CU_EVENT_BLOCKING_SYNC`).
+    pub fn new(device: &Device) -> Result<Event> {
+        Self::with_flags(device, sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC)
+    }
+
+    /// Creates an event for synchronization only (cheaper to record; no timing).
+    pub fn without_timing(device: &Device) -> Result<Event> {
+        Self::with_flags(device, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+    }
+
+    fn with_flags(device: &Device, flags: sys::CUevent_flags) -> Result<Event> {
+        let inner = device
+            .ctx()
+            .new_event(Some(flags))
+            .map_err(cuda_err("cuEventCreate"))?;
+        Ok(Event {
+            inner,
+            device: device.clone(),
+        })
+    }
+
+    /// Records the work enqueued on `stream` so far into this event.
+    pub fn record(&self, stream: &Stream) -> Result<()> {
+        stream.same_device(&self.device, "Event::record")?;
+        self.inner
+            .record(stream.cu())
+            .map_err(cuda_err("cuEventRecord"))
+    }
+
+    /// Blocks until the recorded work has completed (immediately if never recorded).
+    pub fn synchronize(&self) -> Result<()> {
+        self.inner
+            .synchronize()
+            .map_err(cuda_err("cuEventSynchronize"))
+    }
+
+    /// Has the recorded work completed? Does not block.
+    pub fn is_complete(&self) -> Result<bool> {
+        self.inner
+            .try_is_complete()
+            .map_err(cuda_err("cuEventQuery"))
+    }
+
+    /// Milliseconds between this event (the start) and `end`, after waiting for both.
+    ///
+    /// Both events must have been created with [`Event::new`] and recorded.
+    pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
+        if self.device != end.device {
+            return Err(Error::InvalidArgument(
+                "Event::elapsed_ms: the two events belong to different devices".to_owned(),
+            ));
+        }
+        self.inner
+            .elapsed_ms(&end.inner)
+            .map_err(cuda_err("cuEventElapsedTime"))
+    }
+
+    /// The device this event belongs to.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The raw `CUevent` (the runtime API's `cudaEvent_t`). Do not destroy it.
+    pub fn as_raw(&self) -> RawEvent {
+        self.inner.cu_event()
+    }
+}
