@@ -213,3 +213,81 @@ fn external_weights_next_to_the_onnx_file_are_found() {
     OnnxParser::parse_bytes(&builder, &bytes, Some(&path)).unwrap();
 }
 
+
+#[test]
+fn engine_cache_hits_rebuilds_on_change_and_never_returns_a_truncated_plan() {
+    use trt::{CacheOutcome, EngineCache};
+    let models = tempfile::tempdir().unwrap();
+    for f in ["external_weights.onnx", "external_weights.bin"] {
+        std::fs::copy(generated(&format!("models/test/{f}")), models.path().join(f)).unwrap();
+    }
+    let onnx = models.path().join("external_weights.onnx");
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = EngineCache::new(cache_dir.path());
+    let builder = Builder::new().unwrap();
+    let profile = |max: i64| {
+        move |c: &mut trt::BuilderConfig<'_>| -> trt::Result<()> {
+            c.add_profile(ProfileSpec::new().with("x", ShapeRange::new(&[1, 64], &[4, 64], &[max, 64])))?;
+            Ok(())
+        }
+    };
+    let (first, o1) = cache.get_or_build(&builder, &onnx, profile(8)).unwrap();
+    let (again, o2) = cache.get_or_build(&builder, &onnx, profile(8)).unwrap();
+    assert_eq!((o1, o2), (CacheOutcome::Built, CacheOutcome::Hit));
+    assert_eq!(first, again);
+
+    // A different profile is a different engine.
+    let (_, o3) = cache.get_or_build(&builder, &onnx, profile(16)).unwrap();
+    assert_eq!(o3, CacheOutcome::Built);
+
+    // New weights in the external data file: rebuild.
+    let bin = models.path().join("external_weights.bin");
+    let mut w = std::fs::read(&bin).unwrap();
+    w[0] ^= 1;
+    std::fs::write(&bin, &w).unwrap();
+    let (_, o4) = cache.get_or_build(&builder, &onnx, profile(8)).unwrap();
+    assert_eq!(o4, CacheOutcome::Built);
+
+    // Truncate every cached plan: the cache must rebuild, not return it.
+    for e in std::fs::read_dir(cache_dir.path()).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "plan") {
+            let bytes = std::fs::read(e.path()).unwrap();
+            std::fs::write(e.path(), &bytes[..bytes.len() / 2]).unwrap();
+        }
+    }
+    let (plan, o5) = cache.get_or_build(&builder, &onnx, profile(8)).unwrap();
+    assert_eq!(o5, CacheOutcome::Built);
+    let (plan2, o6) = cache.get_or_build(&builder, &onnx, profile(8)).unwrap();
+    assert_eq!(o6, CacheOutcome::Hit);
+    assert_eq!(plan, plan2);
+}
+
+#[cfg(trt_rtx)]
+#[test]
+fn tensorrt_rtx_builds_ahead_of_time_for_chosen_compute_capabilities() {
+    let builder = Builder::new().unwrap();
+    let network = OnnxParser::parse_file(&builder, generated("models/test/external_weights.onnx")).unwrap();
+    let mut config = builder.config().unwrap();
+    config.add_profile(ProfileSpec::new().with("x", ShapeRange::new(&[1, 64], &[4, 64], &[8, 64]))).unwrap();
+    config.set_compute_capabilities(&[80, 86, 89, 120]).unwrap();
+    let plan = builder.build(&network, &config).unwrap();
+    assert!(!plan.is_empty());
+    assert_eq!(config.settings().compute_capabilities, vec![80, 86, 89, 120]);
+    // 90 (Hopper) is not a TensorRT-RTX target: rejected by TensorRT with its message.
+    let mut config = builder.config().unwrap();
+    let err = config.set_compute_capabilities(&[90]).unwrap_err();
+    println!("{err}");
+}
+
+#[test]
+fn builder_settings_are_recorded_and_invalid_levels_rejected() {
+    let builder = Builder::new().unwrap();
+    let mut config = builder.config().unwrap();
+    config.set_workspace(256 << 20).unwrap().set_optimization_level(2).unwrap();
+    assert_eq!(config.workspace().unwrap(), 256 << 20);
+    assert_eq!(config.settings().optimization_level, Some(2));
+    assert!(matches!(config.set_optimization_level(9), Err(Error::InvalidArgument(_))));
+    config.set_hardware_compatibility(trt::HardwareCompatibility::AmperePlus).unwrap();
+    config.set_detailed_profiling(true).unwrap();
+    assert!(config.settings().detailed_profiling);
+}

@@ -20,16 +20,6 @@ pub(crate) fn call<T>(
     }
 }
 
-/// A call whose result is only trusted when TensorRT reported no error.
-pub(crate) fn call_clean<T>(operation: &'static str, f: impl FnOnce() -> std::result::Result<T, cxx::Exception>) -> Result<T> {
-    let (v, messages) = call(operation, f)?;
-    if messages.is_empty() {
-        Ok(v)
-    } else {
-        Err(Error::TensorRt { operation, messages })
-    }
-}
-
 /// A call returning a pointer: null means failure.
 pub(crate) fn call_ptr<T>(
     operation: &'static str,

@@ -87,11 +87,33 @@ impl ProgressCallbacks for Progress {
     }
 }
 
+/// Everything set on a [`BuilderConfig`] that changes the plan, as plain data:
+/// the engine cache keys on it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct BuildSettings {
+    /// Optimization profiles, in order.
+    pub profiles: Vec<ProfileSpec>,
+    /// Builder flags switched on (by name), sorted.
+    pub flags: std::collections::BTreeSet<String>,
+    /// Workspace limit in bytes, if set.
+    pub workspace: Option<usize>,
+    /// Builder optimization level, if set.
+    pub optimization_level: Option<i32>,
+    /// Hardware compatibility, if set.
+    pub hardware_compatibility: Option<String>,
+    /// TensorRT-RTX compute-capability targets, if set.
+    pub compute_capabilities: Vec<u32>,
+    /// Detailed profiling verbosity.
+    pub detailed_profiling: bool,
+    /// Anything else the caller wants in the key (e.g. a precision label).
+    pub extra: Vec<String>,
+}
+
 /// How an engine is built. Borrows its [`Builder`].
 pub struct BuilderConfig<'b> {
     raw: cxx::UniquePtr<ffi::IBuilderConfig>,
     builder: Option<&'b Builder>,
-    profiles: Vec<ProfileSpec>,
+    settings: BuildSettings,
     timing_cache: Option<TimingCache>,
     monitor: Option<cxx::UniquePtr<ffi::ProgressMonitor>>,
     cancel: CancelToken,
@@ -100,7 +122,7 @@ pub struct BuilderConfig<'b> {
 
 impl std::fmt::Debug for BuilderConfig<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BuilderConfig").field("profiles", &self.profiles).finish()
+        f.debug_struct("BuilderConfig").field("settings", &self.settings).finish()
     }
 }
 
@@ -109,7 +131,7 @@ impl<'b> BuilderConfig<'b> {
         BuilderConfig {
             raw,
             builder: None,
-            profiles: Vec::new(),
+            settings: BuildSettings::default(),
             timing_cache: None,
             monitor: None,
             cancel: CancelToken::default(),
@@ -134,6 +156,7 @@ impl<'b> BuilderConfig<'b> {
     /// Limit the scratch memory tactics may use (`MemoryPoolType::kWORKSPACE`).
     pub fn set_workspace(&mut self, bytes: usize) -> Result<&mut Self> {
         call("setMemoryPoolLimit", || ffi::config_set_memory_pool_limit(self.pin(), ffi::MemoryPoolType::kWORKSPACE, bytes))?;
+        self.settings.workspace = Some(bytes);
         Ok(self)
     }
 
@@ -148,6 +171,7 @@ impl<'b> BuilderConfig<'b> {
             return Err(Error::InvalidArgument(format!("optimization level {level} is outside 0..=5")));
         }
         call("setBuilderOptimizationLevel", || ffi::config_set_optimization_level(self.pin(), level))?;
+        self.settings.optimization_level = Some(level);
         Ok(self)
     }
 
@@ -177,25 +201,36 @@ impl<'b> BuilderConfig<'b> {
         if index < 0 {
             return Err(Error::TensorRt { operation: "addOptimizationProfile", messages });
         }
-        self.profiles.push(spec);
+        self.settings.profiles.push(spec);
         Ok(self)
     }
 
     /// The profiles added so far.
     pub fn profiles(&self) -> &[ProfileSpec] {
-        &self.profiles
+        &self.settings.profiles
+    }
+
+    /// Everything set so far that changes the plan.
+    pub fn settings(&self) -> &BuildSettings {
+        &self.settings
+    }
+
+    /// Add a label to the settings (and so to the engine cache key).
+    pub fn add_cache_label(&mut self, label: &str) -> &mut Self {
+        self.settings.extra.push(label.to_owned());
+        self
     }
 
     /// Check the config against a network before building.
     pub(crate) fn validate_for(&self, network: &Network<'_>) -> Result<()> {
         let inputs = network.inputs();
-        if self.profiles.is_empty() {
+        if self.settings.profiles.is_empty() {
             let dynamic: Vec<String> = inputs.iter().filter(|i| i.is_dynamic()).map(|i| i.name.clone()).collect();
             if !dynamic.is_empty() {
                 return Err(Error::MissingProfile { inputs: dynamic });
             }
         }
-        for p in &self.profiles {
+        for p in &self.settings.profiles {
             p.validate(&inputs)?;
         }
         Ok(())
@@ -205,6 +240,12 @@ impl<'b> BuilderConfig<'b> {
         let (ok, _) = call("setFlag", || ffi::config_set_flag(self.pin(), flag, on))?;
         if !ok {
             return Err(Error::Unsupported { feature, version: crate::header_version().to_string() });
+        }
+        let name = format!("{flag:?}");
+        if on {
+            self.settings.flags.insert(name);
+        } else {
+            self.settings.flags.remove(&name);
         }
         Ok(self)
     }
@@ -246,6 +287,7 @@ impl<'b> BuilderConfig<'b> {
             HardwareCompatibility::SameComputeCapability => L::kSAME_COMPUTE_CAPABILITY,
         };
         call("setHardwareCompatibilityLevel", || ffi::config_set_hardware_compatibility(self.pin(), l))?;
+        self.settings.hardware_compatibility = Some(format!("{level:?}"));
         Ok(self)
     }
 
@@ -253,6 +295,7 @@ impl<'b> BuilderConfig<'b> {
     pub fn set_detailed_profiling(&mut self, on: bool) -> Result<&mut Self> {
         let v = if on { ffi::ProfilingVerbosity::kDETAILED } else { ffi::ProfilingVerbosity::kLAYER_NAMES_ONLY };
         call("setProfilingVerbosity", || ffi::config_set_profiling_verbosity(self.pin(), v))?;
+        self.settings.detailed_profiling = on;
         Ok(self)
     }
 
@@ -263,6 +306,7 @@ impl<'b> BuilderConfig<'b> {
         let raw: Vec<i32> = targets.iter().map(|&t| t as i32).collect();
         call_bool("setComputeCapability", || ffi::config_set_compute_capabilities(self.pin(), &raw))
             .map_err(|e| Error::InvalidArgument(format!("compute capabilities {targets:?}: {e}")))?;
+        self.settings.compute_capabilities = targets.to_vec();
         Ok(self)
     }
 

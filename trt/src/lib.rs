@@ -1,11 +1,69 @@
-//! trt: safe NVIDIA TensorRT for Rust.
+//! trt: NVIDIA TensorRT as a safe, fast Rust library.
+//!
+//! | layer | crate / module | what |
+//! |---|---|---|
+//! | raw | `trt-sys` | cxx bridge over a C++ shim; TensorRT enums checked against the headers |
+//! | loading | [`Library`] | TensorRT found and loaded at run time (`libloading`), version-checked |
+//! | build | [`Builder`], [`Network`], [`OnnxParser`], [`BuilderConfig`], [`ProfileSpec`], [`SerializedEngine`], [`TimingCache`] | ONNX or hand-written network to a plan |
+//! | run | [`Runtime`], [`Engine`], [`ExecutionContext`] | plan to results on a CUDA stream |
+//! | CUDA | [`cuda`] | devices, streams, events, typed device and pinned buffers, graphs (cudarc) |
+//!
+//! Which TensorRT: the headers found when `trt-sys` was built decide (TensorRT
+//! 10.x, 11.x or TensorRT-RTX 1.x); the API offers only what that version has
+//! (e.g. [`BuilderConfig::allow_precision`] exists only on 10.x).
+//!
+//! ```no_run
+//! # fn main() -> trt::Result<()> {
+//! use trt::{Builder, OnnxParser, ProfileSpec, ShapeRange};
+//!
+//! let builder = Builder::new()?;                       // loads TensorRT
+//! let network = OnnxParser::parse_file(&builder, "model.onnx")?;
+//! let mut config = builder.config()?;
+//! config.add_profile(ProfileSpec::new().with_all(
+//!     &["input_ids", "attention_mask", "token_type_ids"],
+//!     ShapeRange::new(&[1, 16], &[8, 128], &[32, 128]),
+//! ))?;
+//! let plan = builder.build(&network, &config)?;
+//! plan.save("model.plan")?;
+//! # Ok(()) }
+//! ```
 #![warn(missing_docs)]
 
+mod builder;
+mod call;
+mod config;
+mod context;
 pub mod cuda;
 mod dtype;
+mod engine;
+mod engine_cache;
 mod error;
+mod fsutil;
+mod library;
+pub mod logger;
+mod network;
+mod onnx;
+mod pool;
+mod profile;
+mod serialized;
+mod timing_cache;
 mod version;
 
+pub use builder::Builder;
+#[cfg(trt_weakly_typed)]
+pub use config::AllowedPrecision;
+pub use config::{BuildSettings, BuilderConfig, CancelToken, HardwareCompatibility};
+pub use context::{Bindings, Enqueued, ExecutionContext, IO_ALIGNMENT};
 pub use dtype::DataType;
+pub use engine_cache::{CacheOutcome, EngineCache};
+pub use engine::{Engine, IoMode, IoTensor, Runtime};
 pub use error::{Error, ErrorCode, OnnxError, Result, TrtMessage};
+pub use library::{header_version, Library, LibraryKind};
+pub use network::{Activation, ElementWise, HostData, LayerInfo, LayerKind, MatrixOp, Network, Precision, Reduce, Tensor, TensorInfo, Unary};
+pub use onnx::{OnnxParser, ParsedNetwork};
+pub use pool::{Checkout, ContextPool, PooledContext};
+pub use profile::{OptimizationProfile, ProfileSpec, ShapeRange};
+pub use serialized::SerializedEngine;
+pub use timing_cache::TimingCache;
+pub use trt_sys::callbacks::ProgressCallbacks;
 pub use version::{Flavor, Version};

@@ -157,6 +157,18 @@ fn open(file: &str) -> Result<(&'static libloading::Library, PathBuf)> {
     Err(Error::LibraryNotFound { library: file.to_owned(), tried, reasons })
 }
 
+fn open_path(path: &Path) -> Result<(&'static libloading::Library, PathBuf)> {
+    // SAFETY: as in `open`.
+    match unsafe { libloading::Library::new(path) } {
+        Ok(lib) => Ok((Box::leak(Box::new(lib)), path.to_owned())),
+        Err(e) => Err(Error::LibraryNotFound {
+            library: path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            tried: vec![path.to_owned()],
+            reasons: vec![e.to_string()],
+        }),
+    }
+}
+
 fn symbol(lib: &'static libloading::Library, path: &Path, name: &'static str) -> Result<usize> {
     let cname = format!("{name}\0");
     // SAFETY: only the address is taken; the type is fixed by the shim's call site.
@@ -190,10 +202,24 @@ impl Library {
         LEAN.get_or_try_init(|| Library::load_kind(LibraryKind::LeanRuntime).map(Arc::new)).cloned()
     }
 
+    /// Load a specific library file of `kind` (its ONNX parser, for the full
+    /// kind, is searched as usual). Not cached: each call loads (the loader
+    /// shares an already loaded file).
+    pub fn load_from(kind: LibraryKind, path: impl AsRef<Path>) -> Result<Library> {
+        Library::load_kind_from(kind, Some(path.as_ref()))
+    }
+
     fn load_kind(kind: LibraryKind) -> Result<Library> {
+        Library::load_kind_from(kind, None)
+    }
+
+    fn load_kind_from(kind: LibraryKind, explicit: Option<&Path>) -> Result<Library> {
         logger::install();
         let (main, parser) = file_names(kind)?;
-        let (lib, path) = open(&main)?;
+        let (lib, path) = match explicit {
+            Some(p) => open_path(p)?,
+            None => open(&main)?,
+        };
         let get_version = symbol(lib, &path, "getInferLibVersion")?;
         // SAFETY: `int32_t getInferLibVersion() noexcept` in every TensorRT flavor.
         let encoded = unsafe { std::mem::transmute::<usize, extern "C" fn() -> i32>(get_version)() };

@@ -1,0 +1,152 @@
+//! An on-disk engine cache: build once, load the plan afterwards.
+//!
+//! The key is a SHA-256 over everything that changes the plan: the model's
+//! bytes (and its external weight files), the [`BuildSettings`] (profiles,
+//! flags, workspace, level, targets, labels), the loaded TensorRT version, and
+//! the target (the compute capabilities given to TensorRT-RTX, else the GPU
+//! found, else "no-gpu"). Any change rebuilds.
+//!
+//! Files: `<key>.plan` and `<key>.json` (size and SHA-256 of the plan, plus the
+//! inputs of the key in readable form). Both are written atomically (temporary
+//! file, then rename), the plan first, so a reader that finds the metadata also
+//! finds the whole plan; a plan whose size or hash does not match is rebuilt,
+//! never returned.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::config::{BuildSettings, BuilderConfig};
+use crate::onnx::OnnxParser;
+use crate::serialized::SerializedEngine;
+use crate::{Builder, Error, Result};
+
+/// Whether a plan came from the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Loaded from the cache.
+    Hit,
+    /// Built now (and stored).
+    Built,
+}
+
+/// A folder of cached plans.
+#[derive(Debug, Clone)]
+pub struct EngineCache {
+    dir: PathBuf,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Meta {
+    plan_bytes: u64,
+    plan_sha256: String,
+    model: String,
+    tensorrt: String,
+    target: String,
+    settings: serde_json::Value,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The build target that goes into the key.
+fn target(settings: &BuildSettings) -> String {
+    if !settings.compute_capabilities.is_empty() {
+        return format!("sm{:?}", settings.compute_capabilities);
+    }
+    match crate::cuda::Device::new(0).and_then(|d| Ok((d.name()?, d.compute_capability()?))) {
+        Ok((name, (major, minor))) => format!("{name} sm{major}{minor}"),
+        Err(_) => "no-gpu".to_owned(),
+    }
+}
+
+/// The ONNX file's bytes plus any sibling files it may reference as external data.
+fn model_digest(onnx: &Path) -> Result<(Vec<u8>, Sha256)> {
+    let bytes = std::fs::read(onnx).map_err(|e| Error::io(onnx, e))?;
+    let mut h = Sha256::new();
+    h.update(&bytes);
+    // External data lives next to the model; any sibling that is not another
+    // model or plan counts (names and contents), so replacing weights rebuilds.
+    if let Some(dir) = onnx.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let mut siblings: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| Error::io(dir, e))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && p != onnx)
+            .filter(|p| {
+                let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                name.ends_with(".bin") || name.ends_with(".data") || name.ends_with(".onnx_data") || name.ends_with(".weights")
+            })
+            .collect();
+        siblings.sort();
+        for s in siblings {
+            let data = std::fs::read(&s).map_err(|e| Error::io(&s, e))?;
+            h.update(s.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default().as_bytes());
+            h.update(&data);
+        }
+    }
+    Ok((bytes, h))
+}
+
+impl EngineCache {
+    /// A cache in `dir` (created when first written).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        EngineCache { dir: dir.into() }
+    }
+
+    /// The cache folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Build `onnx` with the settings `configure` applies, or load the cached plan.
+    pub fn get_or_build(
+        &self,
+        builder: &Builder,
+        onnx: impl AsRef<Path>,
+        configure: impl FnOnce(&mut BuilderConfig<'_>) -> Result<()>,
+    ) -> Result<(SerializedEngine, CacheOutcome)> {
+        let onnx = onnx.as_ref();
+        let (bytes, mut h) = model_digest(onnx)?;
+        let mut config = builder.config()?;
+        configure(&mut config)?;
+        let settings = serde_json::to_value(config.settings()).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        let version = builder.library().version().to_string();
+        let target = target(config.settings());
+        h.update(settings.to_string().as_bytes());
+        h.update(version.as_bytes());
+        h.update(target.as_bytes());
+        let key = hex(&h.finalize());
+        let (plan_path, meta_path) = (self.dir.join(format!("{key}.plan")), self.dir.join(format!("{key}.json")));
+
+        if let Some(plan) = read_verified(&plan_path, &meta_path) {
+            return Ok((plan, CacheOutcome::Hit));
+        }
+        let network = OnnxParser::parse_bytes(builder, &bytes, Some(onnx))?;
+        let plan = builder.build(&network, &config)?;
+        crate::fsutil::write_atomic(&plan_path, plan.as_bytes())?;
+        let meta = Meta {
+            plan_bytes: plan.len() as u64,
+            plan_sha256: hex(&Sha256::digest(plan.as_bytes())),
+            model: onnx.display().to_string(),
+            tensorrt: version,
+            target,
+            settings,
+        };
+        let json = serde_json::to_vec_pretty(&meta).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        crate::fsutil::write_atomic(&meta_path, &json)?;
+        Ok((plan, CacheOutcome::Built))
+    }
+}
+
+/// The cached plan, only if its metadata exists and its size and hash match.
+fn read_verified(plan_path: &Path, meta_path: &Path) -> Option<SerializedEngine> {
+    let meta: Meta = serde_json::from_slice(&std::fs::read(meta_path).ok()?).ok()?;
+    let bytes = std::fs::read(plan_path).ok()?;
+    if bytes.len() as u64 != meta.plan_bytes || hex(&Sha256::digest(&bytes)) != meta.plan_sha256 {
+        log::warn!(target: "trt", "engine cache: {} is damaged; rebuilding", plan_path.display());
+        return None;
+    }
+    Some(SerializedEngine::from_bytes(bytes))
+}
