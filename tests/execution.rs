@@ -176,3 +176,44 @@ fn context_pool_serves_many_threads() {
         }
     });
 }
+
+#[test]
+#[ignore = "needs a GPU that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x; CI has none, the H200 is 9.0)"]
+fn shared_memory_contexts_graph_replay_and_inspector() {
+    use trt::SharedDeviceMemory;
+    let r = reference();
+    let expected = expected_logits(&r, "fp32");
+    let device = Device::new(0).unwrap();
+    let (s1, s2) = (Stream::new(&device).unwrap(), Stream::new(&device).unwrap());
+    let engine = engine(false);
+    println!("inspector: {}", &engine.layer_info_json().unwrap()[..200.min(engine.layer_info_json().unwrap().len())]);
+    let memory = SharedDeviceMemory::for_engine(&engine, &s1).unwrap();
+    let mut a = ExecutionContext::with_shared_memory(&engine, &memory).unwrap();
+    let mut b = ExecutionContext::with_shared_memory(&engine, &memory).unwrap();
+    for _ in 0..3 {
+        assert!(max_abs_diff(&run_logits(&mut a, &s1, &r, false), &expected) < 1e-3);
+        assert!(max_abs_diff(&run_logits(&mut b, &s2, &r, false), &expected) < 1e-3);
+    }
+
+    // Graph: capture once for the reference shape, replay twice.
+    let mut c = ExecutionContext::new(&engine).unwrap();
+    for name in BERT_INPUTS {
+        c.set_input_shape(name, &[r.batch as i64, r.seq as i64]).unwrap();
+    }
+    let mut ids = DeviceBuffer::from_slice(&r.ids, &s1).unwrap();
+    let mut mask = DeviceBuffer::from_slice(&r.mask, &s1).unwrap();
+    let mut types = DeviceBuffer::from_slice(&r.types, &s1).unwrap();
+    let mut logits = DeviceBuffer::<f32>::zeros(r.batch * 2, &s1).unwrap();
+    let mut hidden = DeviceBuffer::<f32>::zeros(r.batch * r.seq * 384, &s1).unwrap();
+    let mut graph = c
+        .capture_graph(
+            &device,
+            &[("input_ids", &ids), ("attention_mask", &mask), ("token_type_ids", &types), ("logits", &logits), ("last_hidden_state", &hidden)],
+        )
+        .unwrap();
+    for _ in 0..2 {
+        logits.fill_zeros(&s1).unwrap();
+        graph.launch(&s1, &mut [&mut ids, &mut mask, &mut types, &mut logits, &mut hidden]).unwrap();
+        assert!(max_abs_diff(&logits.to_vec(&s1).unwrap(), &expected) < 1e-3);
+    }
+}

@@ -56,11 +56,21 @@ impl Builder {
         }
     }
 
+    pub(crate) fn raw_ptr(&self) -> *mut ffi::IBuilder {
+        self.raw.as_ptr()
+    }
+
+
     /// The library this builder came from.
     pub fn library(&self) -> &Arc<Library> {
         &self.library
     }
 
+    // `&self` because networks, configs and profiles borrow the builder while it
+    // keeps building. The Rust side only holds an opaque, zero-sized handle of the
+    // C++ object (no Rust-visible bytes alias), and `!Sync` plus non-reentrant
+    // shim calls mean two mutable uses never overlap.
+    #[allow(clippy::mut_from_ref)]
     pub(crate) fn pin(&self) -> Pin<&mut ffi::IBuilder> {
         // SAFETY: the pointer is valid for self's lifetime; Builder is !Sync and
         // no shim call re-enters Rust code that could touch the builder, so no

@@ -144,6 +144,8 @@ impl<'b> BuilderConfig<'b> {
         self
     }
 
+    // `&self`: see `Builder::pin` for why this is sound.
+    #[allow(clippy::mut_from_ref)]
     pub(crate) fn pin(&self) -> Pin<&mut ffi::IBuilderConfig> {
         // SAFETY: BuilderConfig is !Sync; shim calls do not re-enter Rust code touching it.
         unsafe { Pin::new_unchecked(&mut *self.raw.as_mut_ptr()) }
@@ -152,6 +154,11 @@ impl<'b> BuilderConfig<'b> {
     fn get(&self) -> &ffi::IBuilderConfig {
         self.raw.as_ref().expect("non-null config")
     }
+
+    pub(crate) fn raw_ptr(&self) -> *mut ffi::IBuilderConfig {
+        self.raw.as_mut_ptr()
+    }
+
 
     /// Limit the scratch memory tactics may use (`MemoryPoolType::kWORKSPACE`).
     pub fn set_workspace(&mut self, bytes: usize) -> Result<&mut Self> {

@@ -7,13 +7,83 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 
+use trt_sys::callbacks::{OutputCallbacks, OutputSink};
 use trt_sys::ffi;
 
-use crate::call::{call, call_bool};
-use crate::cuda::{DeviceBuffer, DevicePtrGuard, Element, Stream};
+use crate::call::{call, call_bool, call_owned};
+use crate::cuda::{CudaGraph, Device, DeviceBuffer, DevicePtrGuard, Element, GraphResource, Stream};
 use crate::engine::{Engine, IoMode};
 use crate::{DataType, Error, Result};
+
+/// Device memory for the activations of several contexts that never run at the
+/// same time (TensorRT's user-managed allocation). Every enqueue takes the lock
+/// and orders its stream after the previous user's work, so sharing is safe
+/// across streams too.
+#[derive(Clone)]
+pub struct SharedDeviceMemory {
+    buffer: Arc<Mutex<DeviceBuffer<u8>>>,
+}
+
+impl std::fmt::Debug for SharedDeviceMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedDeviceMemory")
+    }
+}
+
+impl SharedDeviceMemory {
+    /// Enough memory for any context of `engine` (`getDeviceMemorySizeV2`).
+    pub fn for_engine(engine: &Engine, stream: &Stream) -> Result<Self> {
+        let bytes = engine.device_memory_size()?.max(1);
+        Ok(SharedDeviceMemory { buffer: Arc::new(Mutex::new(DeviceBuffer::zeros(bytes, stream)?)) })
+    }
+
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.buffer.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Is it empty?
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A device buffer that can be bound to an engine tensor in a captured graph.
+pub trait IoBuffer {
+    /// Element type.
+    fn io_dtype(&self) -> DataType;
+    /// Size in bytes.
+    fn io_bytes(&self) -> usize;
+    /// Device address.
+    fn io_address(&self) -> u64;
+    /// The buffer as a graph resource (for launch-time tracking).
+    fn as_resource(&self) -> &dyn GraphResource;
+}
+
+impl<T: Element> IoBuffer for DeviceBuffer<T> {
+    fn io_dtype(&self) -> DataType {
+        T::DTYPE
+    }
+    fn io_bytes(&self) -> usize {
+        self.size_in_bytes()
+    }
+    fn io_address(&self) -> u64 {
+        self.address()
+    }
+    fn as_resource(&self) -> &dyn GraphResource {
+        self
+    }
+}
+
+/// Name, type, size and address of one bound buffer: what the checks need.
+struct Entry {
+    name: String,
+    dtype: DataType,
+    bytes: usize,
+    address: u64,
+}
 
 /// TensorRT requires I/O addresses aligned to 256 bytes.
 pub const IO_ALIGNMENT: usize = 256;
@@ -23,6 +93,9 @@ pub struct ExecutionContext {
     raw: cxx::UniquePtr<ffi::IExecutionContext>,
     engine: Engine,
     profile: usize,
+    shared_memory: Option<SharedDeviceMemory>,
+    // Kept alive while TensorRT may call them; dropped after the context (field order).
+    allocators: HashMap<String, cxx::UniquePtr<ffi::OutputAllocator>>,
 }
 
 // SAFETY: a context may move between threads; `&mut self` on every mutating
@@ -42,10 +115,7 @@ pub struct Bindings<'a> {
 }
 
 struct Bound<'a> {
-    name: String,
-    dtype: DataType,
-    bytes: usize,
-    address: u64,
+    entry: Entry,
     _guard: DevicePtrGuard<'a>,
 }
 
@@ -60,7 +130,8 @@ impl<'a> Bindings<'a> {
     pub fn bind<T: Element>(mut self, name: &str, buffer: &'a mut DeviceBuffer<T>) -> Result<Self> {
         let bytes = buffer.size_in_bytes();
         let guard = buffer.device_ptr(self.stream)?;
-        self.entries.push(Bound { name: name.to_owned(), dtype: T::DTYPE, bytes, address: guard.address(), _guard: guard });
+        let entry = Entry { name: name.to_owned(), dtype: T::DTYPE, bytes, address: guard.address() };
+        self.entries.push(Bound { entry, _guard: guard });
         Ok(self)
     }
 }
@@ -101,8 +172,48 @@ impl ExecutionContext {
     /// A context that allocates its own device memory, on profile 0.
     pub fn new(engine: &Engine) -> Result<Self> {
         let raw = engine.create_context_raw(ffi::ExecutionContextAllocationStrategy::kSTATIC)?;
-        Ok(ExecutionContext { raw, engine: engine.clone(), profile: 0 })
+        Ok(ExecutionContext { raw, engine: engine.clone(), profile: 0, shared_memory: None, allocators: HashMap::new() })
     }
+
+    /// A context whose activation memory is `memory`, shared with other contexts
+    /// (each enqueue orders itself after the previous user of the memory).
+    pub fn with_shared_memory(engine: &Engine, memory: &SharedDeviceMemory) -> Result<Self> {
+        let needed = engine.device_memory_size()?;
+        if memory.len() < needed {
+            return Err(Error::InvalidArgument(format!(
+                "shared device memory of {} bytes is smaller than the engine needs ({needed})",
+                memory.len()
+            )));
+        }
+        let raw = engine.create_context_raw(ffi::ExecutionContextAllocationStrategy::kUSER_MANAGED)?;
+        Ok(ExecutionContext {
+            raw,
+            engine: engine.clone(),
+            profile: 0,
+            shared_memory: Some(memory.clone()),
+            allocators: HashMap::new(),
+        })
+    }
+
+    /// Let `callbacks` allocate output `name` during execution (outputs whose
+    /// shape depends on the data). Such an output needs no binding.
+    pub fn set_output_allocator(&mut self, name: &str, callbacks: Box<dyn OutputCallbacks>) -> Result<()> {
+        let t = self.engine.io_tensor(name)?;
+        if t.mode != IoMode::Output {
+            return Err(Error::InvalidArgument(format!("'{name}' is not an output")));
+        }
+        let mut allocator = call_owned("new OutputAllocator", || ffi::new_output_allocator(OutputSink::new(callbacks)))?;
+        let pinned = allocator.as_mut().expect("non-null allocator");
+        call_bool("setOutputAllocator", || ffi::context_set_output_allocator(self.pin(), name, pinned))?;
+        self.allocators.insert(name.to_owned(), allocator);
+        Ok(())
+    }
+
+    /// The engine.
+    pub(crate) fn raw_ptr(&self) -> *mut ffi::IExecutionContext {
+        self.raw.as_mut_ptr()
+    }
+
 
     /// The engine.
     pub fn engine(&self) -> &Engine {
@@ -159,17 +270,17 @@ impl ExecutionContext {
         Ok(call("getTensorShape", || ffi::context_tensor_shape(self.raw.as_ref().expect("context"), name))?.0)
     }
 
-    /// Enqueue inference on the bindings' stream. Checks first that every I/O
-    /// tensor is bound once, with the engine's dtype, enough bytes for its
-    /// current shape, and 256-byte alignment.
-    pub fn enqueue<'a>(&mut self, bindings: Bindings<'a>) -> Result<Enqueued<'a>> {
+    /// Check the bound buffers against the engine and the current shapes, and
+    /// give TensorRT their addresses: every I/O tensor bound once (outputs with
+    /// an allocator may be left out), the engine's dtype, enough bytes, 256-byte alignment.
+    fn set_addresses(&mut self, entries: &[&Entry]) -> Result<()> {
         let (all, _) = call("allInputDimensionsSpecified", || ffi::context_all_shapes_specified(self.raw.as_ref().expect("context")))?;
         if !all {
             let missing: Vec<String> = self.engine.inputs().filter(|t| t.is_dynamic()).map(|t| t.name.clone()).collect();
             return Err(Error::InvalidArgument(format!("input shapes not set (dynamic inputs: {})", missing.join(", "))));
         }
-        let mut by_name: HashMap<&str, &Bound<'a>> = HashMap::new();
-        for b in &bindings.entries {
+        let mut by_name: HashMap<&str, &Entry> = HashMap::new();
+        for b in entries {
             self.engine.io_tensor(&b.name)?;
             if by_name.insert(b.name.as_str(), b).is_some() {
                 return Err(Error::InvalidArgument(format!("tensor '{}' is bound twice", b.name)));
@@ -177,14 +288,19 @@ impl ExecutionContext {
         }
         let engine = self.engine.clone();
         for t in engine.io_tensors() {
-            let b = by_name.get(t.name.as_str()).ok_or_else(|| Error::InvalidArgument(format!("no buffer bound for tensor '{}'", t.name)))?;
+            let Some(b) = by_name.get(t.name.as_str()) else {
+                if self.allocators.contains_key(&t.name) {
+                    continue;
+                }
+                return Err(Error::InvalidArgument(format!("no buffer bound for tensor '{}'", t.name)));
+            };
             if b.dtype != t.dtype {
                 return Err(Error::DTypeMismatch { tensor: t.name.clone(), expected: t.dtype, got: b.dtype });
             }
             let shape = self.tensor_shape(&t.name)?;
             if shape.iter().any(|&d| d < 0) {
                 return Err(Error::InvalidArgument(format!(
-                    "output '{}' has a data-dependent shape {shape:?}; bind it through an output allocator",
+                    "output '{}' has a data-dependent shape {shape:?}; give it an output allocator",
                     t.name
                 )));
             }
@@ -200,13 +316,70 @@ impl ExecutionContext {
                 return Err(Error::Misaligned { tensor: t.name.clone(), address: b.address, required: IO_ALIGNMENT });
             }
             let address = b.address as usize;
-            // SAFETY: the address is a live device allocation of sufficient size,
-            // borrowed by `bindings` until the work completes.
+            // SAFETY: a live device allocation of sufficient size; the caller keeps
+            // it borrowed until the work using it has completed.
             call_bool("setTensorAddress", || unsafe { ffi::context_set_tensor_address(self.pin(), &t.name, address) })?;
         }
-        let stream = bindings.stream.as_raw() as usize;
-        // SAFETY: every I/O address is set and valid; the stream belongs to the context's device.
-        call_bool("enqueueV3", || unsafe { ffi::context_enqueue(self.pin(), stream) })?;
+        Ok(())
+    }
+
+    /// enqueueV3 on `stream`, after pointing a shared-memory context at its
+    /// memory (ordered after the memory's previous user).
+    fn enqueue_raw(&mut self, stream: &Stream) -> Result<()> {
+        let raw_stream = stream.as_raw() as usize;
+        let Some(memory) = self.shared_memory.clone() else {
+            // SAFETY: every I/O address is set and valid.
+            return call_bool("enqueueV3", || unsafe { ffi::context_enqueue(self.pin(), raw_stream) });
+        };
+        let mut buffer = memory.buffer.lock().unwrap_or_else(|e| e.into_inner());
+        let size = buffer.len() as i64;
+        // The guard makes `stream` wait for the memory's previous use and, when
+        // dropped after the enqueue, records this one.
+        let guard = buffer.device_ptr(stream)?;
+        let address = guard.address() as usize;
+        // SAFETY: the memory is at least getDeviceMemorySizeV2 bytes (checked at creation).
+        call("setDeviceMemoryV2", || unsafe { ffi::context_set_device_memory(self.pin(), address, size) })?;
+        // SAFETY: as above.
+        call_bool("enqueueV3", || unsafe { ffi::context_enqueue(self.pin(), raw_stream) })
+    }
+
+    /// Enqueue inference on the bindings' stream, after checking the bindings
+    /// (see [`Bindings`]). The returned [`Enqueued`] keeps the buffers borrowed
+    /// until the work has completed.
+    pub fn enqueue<'a>(&mut self, bindings: Bindings<'a>) -> Result<Enqueued<'a>> {
+        let entries: Vec<&Entry> = bindings.entries.iter().map(|b| &b.entry).collect();
+        self.set_addresses(&entries)?;
+        self.enqueue_raw(bindings.stream)?;
         Ok(Enqueued { bindings: Some(bindings) })
+    }
+
+    /// Capture one enqueue, for the current shapes and these buffers, into a
+    /// CUDA graph (replay it with [`CudaGraph::launch`], passing the same
+    /// buffers). One ordinary enqueue runs first, as TensorRT requires before
+    /// capture. Errors here (e.g. an engine whose kernels cannot be captured)
+    /// are returned, so callers can fall back to [`enqueue`](Self::enqueue).
+    pub fn capture_graph(&mut self, device: &Device, io: &[(&str, &dyn IoBuffer)]) -> Result<CudaGraph> {
+        if self.shared_memory.is_some() {
+            return Err(Error::InvalidArgument("graph capture of a shared-memory context is not supported".into()));
+        }
+        let entries: Vec<Entry> = io
+            .iter()
+            .map(|(name, b)| Entry { name: (*name).to_owned(), dtype: b.io_dtype(), bytes: b.io_bytes(), address: b.io_address() })
+            .collect();
+        self.set_addresses(&entries.iter().collect::<Vec<_>>())?;
+        // Warm-up: finishes TensorRT's lazy initialisation outside the capture.
+        device.synchronize()?;
+        let warm = Stream::new(device)?;
+        self.enqueue_raw(&warm)?;
+        warm.synchronize()?;
+        CudaGraph::capture(device, |g| {
+            for (_, b) in io {
+                g.uses(b.as_resource())?;
+            }
+            // SAFETY: the capture stream is only used for this enqueue, inside the capture.
+            let raw = unsafe { g.raw_stream() } as usize;
+            // SAFETY: addresses set above; the graph tracks every buffer it uses.
+            call_bool("enqueueV3 (capture)", || unsafe { ffi::context_enqueue(self.pin(), raw) })
+        })
     }
 }

@@ -74,6 +74,12 @@ impl Runtime {
     }
 
     /// The library this runtime came from.
+    pub(crate) fn raw_ptr(&self) -> *mut ffi::IRuntime {
+        self.inner.raw.lock().unwrap_or_else(|e| e.into_inner()).as_ptr()
+    }
+
+
+    /// The library this runtime came from.
     pub fn library(&self) -> &Arc<Library> {
         &self.inner.library
     }
@@ -224,6 +230,12 @@ impl Engine {
             context_lock: Arc::new(Mutex::new(())),
         })
     }
+
+    /// All I/O tensors, in engine order.
+    pub(crate) fn raw_ptr(&self) -> *mut ffi::ICudaEngine {
+        self.inner.raw.as_mut_ptr()
+    }
+
 
     /// All I/O tensors, in engine order.
     pub fn io_tensors(&self) -> &[IoTensor] {

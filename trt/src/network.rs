@@ -338,6 +338,8 @@ impl<'b> Network<'b> {
         self.state.precision
     }
 
+    // `&self`: see `Builder::pin` for why this is sound.
+    #[allow(clippy::mut_from_ref)]
     pub(crate) fn pin(&self) -> Pin<&mut ffi::INetworkDefinition> {
         // SAFETY: the network is !Sync and shim calls do not re-enter Rust code
         // that touches it, so mutable accesses never overlap.
@@ -347,6 +349,11 @@ impl<'b> Network<'b> {
     fn get(&self) -> &ffi::INetworkDefinition {
         self.raw.as_ref().expect("non-null network")
     }
+
+    pub(crate) fn raw_ptr(&self) -> *mut ffi::INetworkDefinition {
+        self.raw.as_mut_ptr()
+    }
+
 
     fn id(&self) -> *const NetworkState {
         &*self.state

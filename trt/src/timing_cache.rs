@@ -33,6 +33,11 @@ impl TimingCache {
         self.raw.as_ref().expect("non-null timing cache")
     }
 
+    pub(crate) fn raw_ptr(&self) -> *mut ffi::ITimingCache {
+        self.raw.as_mut_ptr()
+    }
+
+
     /// The cache's bytes.
     pub fn serialize(&self) -> Result<Vec<u8>> {
         let mem = call_owned("ITimingCache::serialize", || ffi::timing_cache_serialize(self.get()))?;
