@@ -291,3 +291,35 @@ fn builder_settings_are_recorded_and_invalid_levels_rejected() {
     config.set_detailed_profiling(true).unwrap();
     assert!(config.settings().detailed_profiling);
 }
+
+/// TensorRT 10.x only (weakly typed). Compiled by CI against the 10.16 headers;
+/// runs where a TensorRT 10 library is installed.
+#[cfg(trt_weakly_typed)]
+#[test]
+fn weakly_typed_fp16_and_int8_flags_build() {
+    struct NoData;
+    impl trt::Int8Calibrator for NoData {
+        fn batch_size(&self) -> i32 {
+            1
+        }
+        fn next_batch(&mut self) -> bool {
+            false
+        }
+        fn input_address(&mut self, _name: &str) -> usize {
+            0
+        }
+        fn read_cache(&mut self) -> Option<Vec<u8>> {
+            None
+        }
+        fn write_cache(&mut self, _data: &[u8]) {}
+    }
+    let builder = Builder::new().unwrap();
+    let network = builder.network(false).unwrap();
+    encoder_layer(&network).unwrap();
+    let mut config = builder.config().unwrap();
+    config.add_profile(encoder_profile()).unwrap();
+    config.allow_precision(trt::AllowedPrecision::Fp16).unwrap();
+    config.set_int8_calibrator(Box::new(NoData)).unwrap();
+    assert!(config.settings().flags.contains("Int8"));
+    let _ = builder.build(&network, &config);
+}

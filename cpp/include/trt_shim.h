@@ -36,6 +36,18 @@ enum class ShimBuilderFlag : uint8_t;
 enum class ShimPrecision : uint8_t;
 struct ProgressSink;
 struct OutputSink;
+struct CalibratorSink;
+
+// An INT8 entropy calibrator forwarding to a Rust `CalibratorSink`. Only
+// TensorRT 10.x has implicit INT8 calibration; on 11.x and TensorRT-RTX the
+// object exists but `config_set_int8_calibrator` reports it unsupported.
+class Calibrator final {
+public:
+  explicit Calibrator(rust::Box<CalibratorSink> sink);
+  ~Calibrator();
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
 
 // Forwards TensorRT's build progress to a Rust `ProgressSink` (boxed trait object).
 class ProgressMonitor final : public IProgressMonitor {
@@ -98,6 +110,8 @@ void config_set_hardware_compatibility(IBuilderConfig &config, HardwareCompatibi
 void config_set_profiling_verbosity(IBuilderConfig &config, ProfilingVerbosity verbosity);
 int32_t config_add_profile(IBuilderConfig &config, const IOptimizationProfile &profile);
 bool config_set_compute_capabilities(IBuilderConfig &config, rust::Slice<const int32_t> targets);
+std::unique_ptr<Calibrator> new_calibrator(rust::Box<CalibratorSink> sink);
+bool config_set_int8_calibrator(IBuilderConfig &config, Calibrator &calibrator);
 std::unique_ptr<ProgressMonitor> new_progress_monitor(rust::Box<ProgressSink> sink);
 void config_set_progress_monitor(IBuilderConfig &config, ProgressMonitor &monitor);
 void config_clear_progress_monitor(IBuilderConfig &config);

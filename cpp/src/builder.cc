@@ -166,6 +166,73 @@ void ProgressMonitor::phaseFinish(char const *phase) noexcept {
   }
 }
 
+#if TRT_SHIM_WEAKLY_TYPED
+struct Calibrator::Impl final : public IInt8EntropyCalibrator2 {
+  rust::Box<CalibratorSink> sink;
+  explicit Impl(rust::Box<CalibratorSink> s) : sink(std::move(s)) {}
+
+  int32_t getBatchSize() const noexcept override {
+    try {
+      return sink->batch_size();
+    } catch (...) {
+      return 0;
+    }
+  }
+  bool getBatch(void *bindings[], char const *names[], int32_t nb) noexcept override {
+    try {
+      if (!sink->next_batch()) {
+        return false; // calibration data exhausted
+      }
+      for (int32_t i = 0; i < nb; ++i) {
+        size_t address = sink->input_address(rust::Str(names[i] ? names[i] : ""));
+        if (address == 0) {
+          return false;
+        }
+        bindings[i] = reinterpret_cast<void *>(address);
+      }
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+  void const *readCalibrationCache(std::size_t &length) noexcept override {
+    try {
+      rust::Slice<const uint8_t> cache = sink->cache();
+      length = cache.size();
+      return cache.empty() ? nullptr : cache.data();
+    } catch (...) {
+      length = 0;
+      return nullptr;
+    }
+  }
+  void writeCalibrationCache(void const *ptr, std::size_t length) noexcept override {
+    try {
+      sink->write_cache(rust::Slice<const uint8_t>(static_cast<const uint8_t *>(ptr), length));
+    } catch (...) {
+    }
+  }
+};
+
+bool config_set_int8_calibrator(IBuilderConfig &config, Calibrator &calibrator) {
+  config.setInt8Calibrator(calibrator.impl.get());
+  return true;
+}
+#else
+struct Calibrator::Impl {
+  rust::Box<CalibratorSink> sink;
+  explicit Impl(rust::Box<CalibratorSink> s) : sink(std::move(s)) {}
+};
+
+bool config_set_int8_calibrator(IBuilderConfig &, Calibrator &) { return false; }
+#endif
+
+Calibrator::Calibrator(rust::Box<CalibratorSink> sink) : impl(new Impl(std::move(sink))) {}
+Calibrator::~Calibrator() = default;
+
+std::unique_ptr<Calibrator> new_calibrator(rust::Box<CalibratorSink> sink) {
+  return std::make_unique<Calibrator>(std::move(sink));
+}
+
 std::unique_ptr<ProgressMonitor> new_progress_monitor(rust::Box<ProgressSink> sink) {
   return std::make_unique<ProgressMonitor>(std::move(sink));
 }

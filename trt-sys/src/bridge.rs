@@ -350,6 +350,13 @@ pub mod ffi {
         fn step_complete(self: &mut ProgressSink, phase: &str, step: i32) -> bool;
         fn phase_finish(self: &mut ProgressSink, phase: &str);
 
+        type CalibratorSink;
+        fn batch_size(self: &CalibratorSink) -> i32;
+        fn next_batch(self: &mut CalibratorSink) -> bool;
+        fn input_address(self: &mut CalibratorSink, name: &str) -> usize;
+        fn cache(self: &CalibratorSink) -> &[u8];
+        fn write_cache(self: &mut CalibratorSink, data: &[u8]);
+
         type OutputSink;
         fn reallocate(self: &mut OutputSink, name: &str, size: u64, alignment: u64) -> usize;
         fn notify_shape(self: &mut OutputSink, name: &str, dims: &[i64]);
@@ -397,6 +404,7 @@ pub mod ffi {
         include!("trt_shim.h");
         type ProgressMonitor;
         type OutputAllocator;
+        type Calibrator;
 
         // versions and logging
         fn header_version() -> i32;
@@ -429,6 +437,9 @@ pub mod ffi {
         fn config_set_profiling_verbosity(config: Pin<&mut IBuilderConfig>, verbosity: ProfilingVerbosity) -> Result<()>;
         fn config_add_profile(config: Pin<&mut IBuilderConfig>, profile: &IOptimizationProfile) -> Result<i32>;
         fn config_set_compute_capabilities(config: Pin<&mut IBuilderConfig>, targets: &[i32]) -> Result<bool>;
+        fn new_calibrator(sink: Box<CalibratorSink>) -> Result<UniquePtr<Calibrator>>;
+        /// False where the headers have no implicit INT8 calibration (11.x, TensorRT-RTX).
+        fn config_set_int8_calibrator(config: Pin<&mut IBuilderConfig>, calibrator: Pin<&mut Calibrator>) -> Result<bool>;
         fn new_progress_monitor(sink: Box<ProgressSink>) -> Result<UniquePtr<ProgressMonitor>>;
         fn config_set_progress_monitor(config: Pin<&mut IBuilderConfig>, monitor: Pin<&mut ProgressMonitor>) -> Result<()>;
         fn config_clear_progress_monitor(config: Pin<&mut IBuilderConfig>) -> Result<()>;
@@ -549,4 +560,4 @@ pub mod ffi {
     impl UniquePtr<IParser> {}
 }
 
-use crate::callbacks::{forward_error, forward_log, OutputSink, ProgressSink};
+use crate::callbacks::{forward_error, forward_log, CalibratorSink, OutputSink, ProgressSink};

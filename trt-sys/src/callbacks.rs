@@ -126,6 +126,66 @@ impl OutputSink {
     }
 }
 
+/// Feeds INT8 calibration batches (TensorRT 10.x implicit quantization).
+pub trait CalibratorCallbacks: Send {
+    /// Samples per batch.
+    fn batch_size(&self) -> i32;
+    /// Prepare the next batch in device memory; `false` when the data is exhausted.
+    fn next_batch(&mut self) -> bool;
+    /// Device address of input `name` in the current batch (0 if unknown).
+    fn input_address(&mut self, name: &str) -> usize;
+    /// A calibration cache from an earlier run, to skip calibration.
+    fn read_cache(&mut self) -> Option<Vec<u8>>;
+    /// Store the calibration cache TensorRT produced.
+    fn write_cache(&mut self, data: &[u8]);
+}
+
+/// A boxed [`CalibratorCallbacks`] handed to the shim. A panic ends calibration
+/// (TensorRT then fails the build) and its message lands in the panic slot.
+pub struct CalibratorSink {
+    inner: Box<dyn CalibratorCallbacks>,
+    cache: Vec<u8>,
+    panic: PanicSlot,
+}
+
+impl CalibratorSink {
+    /// Wrap callbacks for the shim; the cache is read once, up front.
+    pub fn new(mut inner: Box<dyn CalibratorCallbacks>, panic: PanicSlot) -> Box<Self> {
+        let cache = catch_unwind(AssertUnwindSafe(|| inner.read_cache())).ok().flatten().unwrap_or_default();
+        Box::new(CalibratorSink { inner, cache, panic })
+    }
+
+    fn guard<R>(&mut self, fallback: R, f: impl FnOnce(&mut dyn CalibratorCallbacks) -> R) -> R {
+        match catch_unwind(AssertUnwindSafe(|| f(self.inner.as_mut()))) {
+            Ok(r) => r,
+            Err(payload) => {
+                *self.panic.lock().unwrap_or_else(|e| e.into_inner()) = Some(panic_message(payload.as_ref()));
+                fallback
+            }
+        }
+    }
+
+    pub(crate) fn batch_size(&self) -> i32 {
+        catch_unwind(AssertUnwindSafe(|| self.inner.batch_size())).unwrap_or(0)
+    }
+
+    pub(crate) fn next_batch(&mut self) -> bool {
+        self.guard(false, |c| c.next_batch())
+    }
+
+    pub(crate) fn input_address(&mut self, name: &str) -> usize {
+        self.guard(0, |c| c.input_address(name))
+    }
+
+    pub(crate) fn cache(&self) -> &[u8] {
+        &self.cache
+    }
+
+    pub(crate) fn write_cache(&mut self, data: &[u8]) {
+        self.guard((), |c| c.write_cache(data))
+    }
+}
+
 /// Text of a panic payload.
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {

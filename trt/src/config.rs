@@ -116,6 +116,9 @@ pub struct BuilderConfig<'b> {
     settings: BuildSettings,
     timing_cache: Option<TimingCache>,
     monitor: Option<cxx::UniquePtr<ffi::ProgressMonitor>>,
+    // TensorRT points at the calibrator until the build ends.
+    #[cfg_attr(not(trt_weakly_typed), allow(dead_code))]
+    calibrator: Option<cxx::UniquePtr<ffi::Calibrator>>,
     cancel: CancelToken,
     panic: PanicSlot,
 }
@@ -134,6 +137,7 @@ impl<'b> BuilderConfig<'b> {
             settings: BuildSettings::default(),
             timing_cache: None,
             monitor: None,
+            calibrator: None,
             cancel: CancelToken::default(),
             panic: Arc::new(Mutex::new(None)),
         }
@@ -266,6 +270,19 @@ impl<'b> BuilderConfig<'b> {
             AllowedPrecision::Int8 => ffi::ShimBuilderFlag::Int8,
         };
         self.flag(flag, true, "weakly typed precision flags")
+    }
+
+    /// INT8 with implicit quantization: TensorRT runs `calibrator`'s batches
+    /// through the network to choose scales (TensorRT 10.x only; on 11.x and
+    /// TensorRT-RTX use explicit quantize/dequantize layers instead).
+    #[cfg(trt_weakly_typed)]
+    pub fn set_int8_calibrator(&mut self, calibrator: Box<dyn trt_sys::callbacks::CalibratorCallbacks>) -> Result<&mut Self> {
+        let sink = trt_sys::callbacks::CalibratorSink::new(calibrator, self.panic.clone());
+        let mut c = call_owned("new Calibrator", || ffi::new_calibrator(sink))?;
+        let pinned = c.as_mut().expect("non-null calibrator");
+        call_bool("setInt8Calibrator", || ffi::config_set_int8_calibrator(self.pin(), pinned))?;
+        self.calibrator = Some(c);
+        self.allow_precision(AllowedPrecision::Int8)
     }
 
     /// Allow TF32 tensor cores for FP32 math.

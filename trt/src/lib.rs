@@ -69,4 +69,7 @@ pub use profile::{OptimizationProfile, ProfileSpec, ShapeRange};
 pub use serialized::SerializedEngine;
 pub use timing_cache::TimingCache;
 pub use trt_sys::callbacks::ProgressCallbacks;
+/// INT8 calibration data source (TensorRT 10.x).
+#[cfg(trt_weakly_typed)]
+pub use trt_sys::callbacks::CalibratorCallbacks as Int8Calibrator;
 pub use version::{Flavor, Version};
