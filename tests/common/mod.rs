@@ -5,9 +5,7 @@ use std::path::PathBuf;
 
 /// The setup folder (`scripts/setup`), or `$TRT_DEPS_DIR`.
 pub fn deps() -> PathBuf {
-    std::env::var_os("TRT_DEPS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.deps"))
+    trt::setup_dir()
 }
 
 /// A file the setup step generates; a missing one fails the test with the fix.

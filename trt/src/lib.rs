@@ -60,7 +60,7 @@ pub use dtype::DataType;
 pub use engine_cache::{CacheOutcome, EngineCache};
 pub use engine::{Engine, IoMode, IoTensor, Runtime};
 pub use error::{Error, ErrorCode, OnnxError, Result, TrtMessage};
-pub use library::{header_version, Library, LibraryKind};
+pub use library::{header_version, setup_dir, Library, LibraryKind};
 pub use network::{Activation, ElementWise, HostData, LayerInfo, LayerKind, MatrixOp, Network, Precision, Reduce, Tensor, TensorInfo, Unary};
 pub use onnx::{OnnxParser, ParsedNetwork};
 pub use pool::{Checkout, ContextPool, PooledContext};

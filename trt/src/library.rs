@@ -41,6 +41,13 @@ pub const fn header_version() -> Version {
     }
 }
 
+/// The setup folder filled by `scripts/setup`: `$TRT_DEPS_DIR`, else the `.deps`
+/// folder of the workspace this crate was built in. The library search, the
+/// tests and the CLI all start from here.
+pub fn setup_dir() -> PathBuf {
+    env_dir("TRT_DEPS_DIR").unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(".deps"))
+}
+
 /// Library file names for the headers' flavor and major version.
 fn file_names(kind: LibraryKind) -> Result<(String, Option<String>)> {
     let v = header_version();
@@ -99,7 +106,7 @@ fn search_path() -> Vec<Option<PathBuf>> {
         dirs.push(Some(d));
     }
     dirs.push(None);
-    let deps = env_dir("TRT_DEPS_DIR").unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps"));
+    let deps = setup_dir();
     for wheel in WHEEL_DIRS {
         dirs.push(Some(deps.join("lib").join(wheel)));
     }

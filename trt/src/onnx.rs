@@ -51,26 +51,34 @@ impl<'b> ParsedNetwork<'b> {
 pub struct OnnxParser;
 
 impl OnnxParser {
-    /// Parse an ONNX file. External weight files are found next to it.
+    /// Parse an ONNX file into a strongly typed network. External weight files
+    /// are found next to it.
     pub fn parse_file<'b>(builder: &'b Builder, path: impl AsRef<Path>) -> Result<ParsedNetwork<'b>> {
+        Self::parse_file_with(builder, path, true)
+    }
+
+    /// Parse an ONNX file, choosing the network's typing. Only TensorRT 10.x has
+    /// weakly typed networks (where the FP16/INT8 builder flags apply); on 11.x and
+    /// TensorRT-RTX every network is strongly typed and `strongly_typed` is ignored.
+    pub fn parse_file_with<'b>(builder: &'b Builder, path: impl AsRef<Path>, strongly_typed: bool) -> Result<ParsedNetwork<'b>> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        Self::parse_impl(builder, &bytes, &path.display().to_string(), path.to_str().unwrap_or(""))
+        Self::parse_impl(builder, &bytes, &path.display().to_string(), path.to_str().unwrap_or(""), strongly_typed)
     }
 
     /// Parse an ONNX model from memory. `base_path`, when given, is where
     /// external weight files are looked up (the model's original file path).
     pub fn parse_bytes<'b>(builder: &'b Builder, model: &[u8], base_path: Option<&Path>) -> Result<ParsedNetwork<'b>> {
         let base = base_path.and_then(|p| p.to_str()).unwrap_or("");
-        Self::parse_impl(builder, model, "<bytes>", base)
+        Self::parse_impl(builder, model, "<bytes>", base, true)
     }
 
-    fn parse_impl<'b>(builder: &'b Builder, model: &[u8], source: &str, base: &str) -> Result<ParsedNetwork<'b>> {
+    fn parse_impl<'b>(builder: &'b Builder, model: &[u8], source: &str, base: &str, strongly_typed: bool) -> Result<ParsedNetwork<'b>> {
         let fail = |errors: Vec<OnnxError>| Error::OnnxParse { source_name: source.to_owned(), errors };
         if model.is_empty() {
             return Err(fail(vec![synthetic("INVALID_GRAPH", "the model is empty (0 bytes)")]));
         }
-        let network = builder.network(true)?;
+        let network = builder.network(strongly_typed)?;
         let factory = builder.library().parser_factory()?;
         // SAFETY: createNvOnnxParser_INTERNAL of the loaded parser library; the
         // parser keeps a reference to the network, which outlives it (ParsedNetwork).
