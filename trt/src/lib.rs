@@ -63,7 +63,7 @@ pub use error::{Error, ErrorCode, OnnxError, Result, TrtMessage};
 pub use library::{header_version, setup_dir, Library, LibraryKind};
 pub use network::{Activation, ElementWise, HostData, LayerInfo, LayerKind, MatrixOp, Network, Precision, Reduce, Tensor, TensorInfo, Unary};
 pub use onnx::{OnnxParser, ParsedNetwork};
-pub use pool::{Checkout, ContextPool, PooledContext};
+pub use pool::{Checkout, ContextPool, Pool, PooledContext};
 pub use raw::AsRaw;
 pub use profile::{OptimizationProfile, ProfileSpec, ShapeRange};
 pub use serialized::SerializedEngine;

@@ -1,8 +1,9 @@
-//! A pool of execution contexts for serving from many threads.
-//!
-//! Each pooled context has its own stream and optimization profile (context i
-//! uses profile i mod the engine's profile count). `checkout` blocks until one
-//! is free; the guard returns it on drop.
+//! Pools for serving from many threads: [`Pool`] is a blocking checkout/return
+//! pool of any items; [`ContextPool`] is a pool of execution contexts, each with
+//! its own stream, its own optimization profile (context i uses profile i mod
+//! the engine's profile count) and optional per-context state `S` (e.g.
+//! staging buffers sized for the profile), made once when the pool is built.
+//! `checkout` blocks until an item is free; the guard returns it on drop.
 
 use std::sync::{Condvar, Mutex};
 
@@ -11,31 +12,49 @@ use crate::cuda::{Device, Stream};
 use crate::engine::Engine;
 use crate::Result;
 
-/// A context with its stream.
+/// A context with its stream and state.
 #[derive(Debug)]
-pub struct PooledContext {
+pub struct PooledContext<S = ()> {
     /// The context.
     pub context: ExecutionContext,
     /// The stream it enqueues on.
     pub stream: Stream,
+    /// Per-context state.
+    pub state: S,
 }
 
-/// N execution contexts of one engine. `Send + Sync`.
-pub struct ContextPool {
-    free: Mutex<Vec<PooledContext>>,
+/// A fixed set of items handed out one thread at a time. `Send + Sync` when `T: Send`.
+pub struct Pool<T> {
+    free: Mutex<Vec<T>>,
     returned: Condvar,
     size: usize,
 }
 
-impl std::fmt::Debug for ContextPool {
+impl<T> std::fmt::Debug for Pool<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ContextPool").field("size", &self.size).finish()
+        f.debug_struct("Pool").field("size", &self.size).finish()
     }
 }
 
-impl ContextPool {
+/// N execution contexts of one engine, with their streams and state.
+pub type ContextPool<S = ()> = Pool<PooledContext<S>>;
+
+impl Pool<PooledContext<()>> {
     /// `size` contexts of `engine` on `device`.
     pub fn new(engine: &Engine, device: &Device, size: usize) -> Result<Self> {
+        Self::with_state(engine, device, size, |_, _| Ok(()))
+    }
+}
+
+impl<S> Pool<PooledContext<S>> {
+    /// `size` contexts of `engine` on `device`, each with state made by `make`
+    /// (given the context, after its profile is set, and its stream).
+    pub fn with_state(
+        engine: &Engine,
+        device: &Device,
+        size: usize,
+        mut make: impl FnMut(&ExecutionContext, &Stream) -> Result<S>,
+    ) -> Result<Self> {
         let mut free = Vec::with_capacity(size);
         for i in 0..size {
             let stream = Stream::new(device)?;
@@ -43,24 +62,27 @@ impl ContextPool {
             if engine.num_profiles() > 1 {
                 context.set_profile(i % engine.num_profiles(), &stream)?;
             }
-            free.push(PooledContext { context, stream });
+            let state = make(&context, &stream)?;
+            free.push(PooledContext { context, stream, state });
         }
-        Ok(Self::from_contexts(free))
+        Ok(Pool::from_items(free))
+    }
+}
+
+impl<T> Pool<T> {
+    /// A pool of these items.
+    pub fn from_items(items: Vec<T>) -> Self {
+        let size = items.len();
+        Pool { free: Mutex::new(items), returned: Condvar::new(), size }
     }
 
-    /// A pool of ready-made contexts.
-    pub fn from_contexts(contexts: Vec<PooledContext>) -> Self {
-        let size = contexts.len();
-        ContextPool { free: Mutex::new(contexts), returned: Condvar::new(), size }
-    }
-
-    /// Number of contexts.
+    /// Number of items.
     pub fn size(&self) -> usize {
         self.size
     }
 
-    /// Take a free context, waiting for one if all are in use.
-    pub fn checkout(&self) -> Checkout<'_> {
+    /// Take a free item, waiting for one if all are in use.
+    pub fn checkout(&self) -> Checkout<'_, T> {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(item) = free.pop() {
@@ -70,34 +92,34 @@ impl ContextPool {
         }
     }
 
-    /// Take a free context if one is available now.
-    pub fn try_checkout(&self) -> Option<Checkout<'_>> {
+    /// Take a free item if one is available now.
+    pub fn try_checkout(&self) -> Option<Checkout<'_, T>> {
         let item = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop()?;
         Some(Checkout { pool: self, item: Some(item) })
     }
 }
 
-/// A checked-out context; returned to the pool on drop.
+/// A checked-out item; returned to the pool on drop.
 #[derive(Debug)]
-pub struct Checkout<'p> {
-    pool: &'p ContextPool,
-    item: Option<PooledContext>,
+pub struct Checkout<'p, T> {
+    pool: &'p Pool<T>,
+    item: Option<T>,
 }
 
-impl std::ops::Deref for Checkout<'_> {
-    type Target = PooledContext;
-    fn deref(&self) -> &PooledContext {
+impl<T> std::ops::Deref for Checkout<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
         self.item.as_ref().expect("present until drop")
     }
 }
 
-impl std::ops::DerefMut for Checkout<'_> {
-    fn deref_mut(&mut self) -> &mut PooledContext {
+impl<T> std::ops::DerefMut for Checkout<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
         self.item.as_mut().expect("present until drop")
     }
 }
 
-impl Drop for Checkout<'_> {
+impl<T> Drop for Checkout<'_, T> {
     fn drop(&mut self) {
         if let Some(item) = self.item.take() {
             self.pool.free.lock().unwrap_or_else(|e| e.into_inner()).push(item);
