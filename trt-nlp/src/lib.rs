@@ -1,1 +1,97 @@
-//! trt-nlp
+//! trt-nlp: from text to TensorRT token tensors, and from engine outputs back
+//! to labels and embeddings.
+//!
+//! | Module | What it does |
+//! |---|---|
+//! | [`TokenizerPipeline`] | Hugging Face `tokenizer.json` → padded `[batch, seq_len]` i32/i64 tensors, written in place, in parallel |
+//! | [`InputSpec`], [`EncodedBatch`] | which tensors an engine takes (name, role, dtype) and the caller's buffers for them |
+//! | [`softmax`], [`top_k`], [`Labels`] | classifier logits → probabilities → named top-k classes |
+//! | [`mean_pool`], [`cls_pool`], [`l2_normalize`], [`Pooling`] | hidden states → sentence embeddings (sentence-transformers semantics) |
+//!
+//! Nothing here needs a GPU.
+//!
+//! # Speed and exactness
+//!
+//! The ids are those of the Python `tokenizers` package for the same
+//! `tokenizer.json` (the tests compare them). Texts are tokenized in parallel
+//! on a rayon pool the caller sizes ([`PipelineBuilder::threads`]; default
+//! [`default_threads`]), and rows are written straight into the caller's
+//! buffers. For a BERT WordPiece tokenizer, ASCII texts take a byte-level path
+//! that reproduces `tokenizers` rule by rule without its per-token allocations
+//! and Unicode table look-ups; other texts and tokenizers go through
+//! `tokenizers`' `encode_fast` ([`PipelineBuilder::fast_path`]).
+//!
+//! # Example
+//!
+//! Tokenize a batch for a BERT engine whose profile allows 128 tokens, into
+//! i32 buffers sized for the worst case:
+//!
+//! ```
+//! use trt::DataType;
+//! use trt_nlp::{EncodedBatch, InputSpec, Padding, TokenizerPipeline};
+//!
+//! # fn main() -> trt_nlp::Result<()> {
+//! # // The all-MiniLM-L6-v2 tokenizer that `scripts/setup` fetches.
+//! # let tokenizer_json = concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps/minilm/tokenizer.json");
+//! # assert!(std::path::Path::new(tokenizer_json).exists(), "{tokenizer_json} is missing: run scripts/setup");
+//! let pipeline = TokenizerPipeline::builder(128)
+//!     .padding(Padding::Bucket(16))
+//!     .threads(4)
+//!     .from_file(tokenizer_json)?;
+//!
+//! let texts = ["A short one.", "A somewhat longer sentence to embed."];
+//! let [ids_spec, mask_spec, types_spec] = InputSpec::bert(DataType::Int32)?;
+//! let n = pipeline.buffer_len(texts.len());
+//! let (mut ids, mut mask, mut types) = (vec![0i32; n], vec![0i32; n], vec![0i32; n]);
+//! let mut outputs = EncodedBatch::new()
+//!     .with(ids_spec, &mut ids)?
+//!     .with(mask_spec, &mut mask)?
+//!     .with(types_spec, &mut types)?;
+//!
+//! let layout = pipeline.encode_into(&texts, &mut outputs)?;
+//! assert_eq!(layout.shape(), [2, 16]); // longest text, rounded up to the bucket
+//! assert_eq!(&ids[..2], &[101, 1037]); // [CLS] a ...
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! and turn the engine's outputs into answers:
+//!
+//! ```
+//! use ndarray::array;
+//! use trt_nlp::{l2_normalize, mean_pool, softmax, top_k, Labels};
+//!
+//! # fn main() -> trt_nlp::Result<()> {
+//! let logits = array![[-1.0f32, 2.5]];
+//! let labels = Labels::from_config_json(r#"{"id2label": {"0": "NEGATIVE", "1": "POSITIVE"}}"#)?;
+//! let best = &top_k(softmax(logits.view()).view(), 1, &labels)[0][0];
+//! assert_eq!(best.label, "POSITIVE");
+//!
+//! let hidden = array![[[1.0f32, 0.0], [0.0, 1.0], [9.0, 9.0]]]; // [batch, seq, dim]
+//! let mask = array![[1i32, 1, 0]];                               // from the pipeline
+//! let mut emb = mean_pool(hidden.view(), mask.view())?;
+//! l2_normalize(emb.view_mut());
+//! assert!((emb[[0, 0]] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+//! # Ok(())
+//! # }
+//! ```
+#![warn(missing_docs)]
+
+mod buffers;
+mod error;
+mod fast_path;
+mod parallel;
+mod pipeline;
+mod postprocess;
+mod rows;
+mod spec;
+
+pub use buffers::{EncodedBatch, TokenBuffer};
+pub use error::{Error, Result};
+pub use parallel::default_threads;
+pub use pipeline::{BatchLayout, Padding, PipelineBuilder, TokenizerPipeline, Truncation};
+pub use postprocess::{
+    cls_pool, l2_normalize, mean_pool, softmax, top_k, FloatElement, Labels, MaskElement, Pooling,
+    Prediction,
+};
+pub use spec::{InputRole, InputSpec};

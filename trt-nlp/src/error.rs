@@ -1,0 +1,143 @@
+//! One error type for the whole crate.
+//!
+//! Every variant names what was wrong (the file, the text's index in the batch,
+//! the tensor and its sizes) so a caller can act on it without reading logs.
+//! Bad input never panics: it comes back as one of these.
+
+use std::path::PathBuf;
+
+use trt::DataType;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `tokenizer.json` could not be read or parsed.
+    #[error("cannot load tokenizer from {path}: {source}")]
+    TokenizerLoad {
+        /// The file that was read.
+        path: PathBuf,
+        /// What `tokenizers` reported.
+        #[source]
+        source: tokenizers::Error,
+    },
+
+    /// `tokenizers` failed on one text of a batch.
+    #[error("tokenizing text #{index} failed: {source}")]
+    Tokenize {
+        /// Index of the text in the batch.
+        index: usize,
+        /// What `tokenizers` reported.
+        #[source]
+        source: tokenizers::Error,
+    },
+
+    /// A text has more tokens than the maximum sequence length and the
+    /// pipeline was built with [`Truncation::Reject`](crate::Truncation::Reject).
+    #[error("text #{index} has {tokens} tokens, more than the maximum sequence length {max_len}")]
+    TooLong {
+        /// Index of the text in the batch.
+        index: usize,
+        /// Its token count, special tokens included.
+        tokens: usize,
+        /// The pipeline's maximum sequence length.
+        max_len: usize,
+    },
+
+    /// A caller-provided buffer cannot hold the `[batch, seq_len]` tensor.
+    #[error(
+        "buffer for tensor '{tensor}' holds {len} elements, \
+         but [batch {batch}, seq_len {seq_len}] needs {needed}"
+    )]
+    BufferTooSmall {
+        /// The tensor's name.
+        tensor: String,
+        /// Elements needed (`batch * seq_len`).
+        needed: usize,
+        /// Elements the buffer holds.
+        len: usize,
+        /// Rows in the batch.
+        batch: usize,
+        /// Padded sequence length of the batch.
+        seq_len: usize,
+    },
+
+    /// A buffer's element type differs from its [`InputSpec`](crate::InputSpec)'s dtype.
+    #[error("tensor '{tensor}' is declared {declared} but its buffer holds {buffer}")]
+    DtypeMismatch {
+        /// The tensor's name.
+        tensor: String,
+        /// The dtype the spec declares.
+        declared: DataType,
+        /// The element type of the buffer given.
+        buffer: DataType,
+    },
+
+    /// A token tensor declared with a dtype other than i32 or i64.
+    #[error("tensor '{tensor}' has dtype {dtype}; token tensors must be i32 or i64")]
+    UnsupportedDtype {
+        /// The tensor's name.
+        tensor: String,
+        /// The dtype that was declared.
+        dtype: DataType,
+    },
+
+    /// Two buffers were bound under the same tensor name.
+    #[error("tensor '{0}' is bound twice")]
+    DuplicateTensor(String),
+
+    /// A token id does not fit the i32 tensor it must be written to.
+    #[error("token id {id} does not fit tensor '{tensor}' (i32); declare it i64")]
+    IdOutOfRange {
+        /// The tensor's name.
+        tensor: String,
+        /// The largest id the tokenizer can produce.
+        id: u32,
+    },
+
+    /// The tokenizer defines no padding token and none was configured.
+    #[error("the tokenizer defines no padding token; set one with PipelineBuilder::pad_id")]
+    NoPadToken,
+
+    /// A pipeline setting that cannot work (zero length, zero bucket, ...).
+    #[error("invalid pipeline configuration: {0}")]
+    InvalidConfig(String),
+
+    /// The thread pool could not be started.
+    #[error("cannot start the tokenizer thread pool: {0}")]
+    ThreadPool(#[from] rayon::ThreadPoolBuildError),
+
+    /// Arrays given to post-processing have shapes that do not fit together.
+    #[error("shape mismatch: {what}: expected {expected:?}, got {got:?}")]
+    Shape {
+        /// What was being compared.
+        what: &'static str,
+        /// The shape that was expected.
+        expected: Vec<usize>,
+        /// The shape that was given.
+        got: Vec<usize>,
+    },
+
+    /// A model configuration file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A model configuration file is not the JSON we expect.
+    #[error("cannot parse {path}: {source}")]
+    Config {
+        /// The file (or `<memory>` when parsed from a string).
+        path: PathBuf,
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
+    },
+}

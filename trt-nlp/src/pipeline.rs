@@ -1,0 +1,515 @@
+//! Texts in, padded `[batch, seq_len]` token tensors out.
+//!
+//! [`TokenizerPipeline`] wraps a Hugging Face [`Tokenizer`] with the policy an
+//! engine needs: a maximum sequence length (from the engine's optimization
+//! profile), truncation or rejection of longer texts, and padding to the
+//! batch's longest text (optionally rounded up to a bucket). It works in two
+//! steps: encode the texts in parallel chunks, then, once the padded length
+//! is known, write each row in place into the caller's buffers.
+//!
+//! ASCII texts of a standard BERT WordPiece tokenizer take an exact,
+//! allocation-free byte-level path (see `fast_path`); every other text goes
+//! through `tokenizers`' `encode_fast` (no offsets). Either way the ids equal
+//! what the Python `tokenizers` package gives for the same `tokenizer.json`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ndarray::ArrayView2;
+use rayon::prelude::*;
+use rayon::ThreadPool;
+use tokenizers::{
+    PostProcessor, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy,
+};
+
+use crate::buffers::EncodedBatch;
+use crate::error::{Error, Result};
+use crate::fast_path::FastWordPiece;
+use crate::parallel::build_pool;
+use crate::rows::{Chunk, Pad, Row, Tokens};
+
+/// What to do with a text longer than the maximum sequence length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Truncation {
+    /// Keep its first tokens, as the Python `tokenizers` does with
+    /// `enable_truncation(max_len)` (special tokens are kept).
+    #[default]
+    Truncate,
+    /// Fail the whole batch with [`Error::TooLong`], naming the text.
+    Reject,
+}
+
+/// How long the rows of a batch are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Padding {
+    /// As long as the batch's longest text.
+    #[default]
+    Longest,
+    /// The longest text rounded up to a multiple of this (8, 16, 32, ...),
+    /// clamped to the maximum sequence length. Fewer distinct shapes help
+    /// engines that tune per shape.
+    Bucket(usize),
+    /// Always the maximum sequence length (static-shape engines).
+    Max,
+}
+
+/// The shape of what [`TokenizerPipeline::encode_into`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BatchLayout {
+    /// Rows written (the number of texts).
+    pub batch: usize,
+    /// Padded length of every row.
+    pub seq_len: usize,
+    /// Tokens of each text (special tokens included, padding excluded), after truncation.
+    pub lengths: Vec<usize>,
+    /// Indices of the texts that were truncated.
+    pub truncated: Vec<usize>,
+}
+
+impl BatchLayout {
+    /// `[batch, seq_len]`, the shape to give the engine.
+    pub fn shape(&self) -> [usize; 2] {
+        [self.batch, self.seq_len]
+    }
+
+    /// Real (unpadded) tokens in the batch.
+    pub fn total_tokens(&self) -> usize {
+        self.lengths.iter().sum()
+    }
+
+    /// The written part of `buffer` as a `[batch, seq_len]` array, e.g. the
+    /// attention mask for [`mean_pool`](crate::mean_pool).
+    ///
+    /// ```
+    /// let layout = trt_nlp::BatchLayout { batch: 2, seq_len: 3, ..Default::default() };
+    /// let mask = [1i32, 1, 0, 1, 1, 1, 9, 9]; // a larger buffer is fine
+    /// assert_eq!(layout.view(&mask)?.row(0).to_vec(), [1, 1, 0]);
+    /// # Ok::<(), trt_nlp::Error>(())
+    /// ```
+    pub fn view<'a, T>(&self, buffer: &'a [T]) -> Result<ArrayView2<'a, T>> {
+        let needed = self.batch.saturating_mul(self.seq_len);
+        let data = buffer.get(..needed).ok_or_else(|| Error::Shape {
+            what: "buffer vs batch layout",
+            expected: vec![needed],
+            got: vec![buffer.len()],
+        })?;
+        ArrayView2::from_shape((self.batch, self.seq_len), data).map_err(|_| Error::Shape {
+            what: "buffer vs batch layout",
+            expected: vec![self.batch, self.seq_len],
+            got: vec![data.len()],
+        })
+    }
+}
+
+/// Settings for a [`TokenizerPipeline`]; made by [`TokenizerPipeline::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct PipelineBuilder {
+    max_len: usize,
+    truncation: Truncation,
+    padding: Padding,
+    threads: Option<usize>,
+    pool: Option<Arc<ThreadPool>>,
+    pad_id: Option<u32>,
+    pad_type_id: Option<u32>,
+    add_special_tokens: bool,
+    fast_path: bool,
+}
+
+impl PipelineBuilder {
+    /// Truncate (default) or reject texts longer than the maximum length.
+    pub fn truncation(mut self, truncation: Truncation) -> Self {
+        self.truncation = truncation;
+        self
+    }
+
+    /// Row length policy; default [`Padding::Longest`].
+    pub fn padding(mut self, padding: Padding) -> Self {
+        self.padding = padding;
+        self
+    }
+
+    /// Tokenize on a pool of this many threads. Default:
+    /// [`default_threads`](crate::default_threads) (`TOKENIZERS_PARALLELISM`,
+    /// then `RAYON_NUM_THREADS`, then all cores).
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = Some(threads);
+        self
+    }
+
+    /// Tokenize on this pool (shared with other pipelines, say) instead of a
+    /// pool of our own. Wins over [`threads`](Self::threads).
+    pub fn thread_pool(mut self, pool: Arc<ThreadPool>) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// Id written at padding positions of `input_ids`. Default: the
+    /// tokenizer file's padding id, else the id of `[PAD]` or `<pad>`.
+    pub fn pad_id(mut self, id: u32) -> Self {
+        self.pad_id = Some(id);
+        self
+    }
+
+    /// Id written at padding positions of `token_type_ids`. Default: the
+    /// tokenizer file's, else 0.
+    pub fn pad_type_id(mut self, id: u32) -> Self {
+        self.pad_type_id = Some(id);
+        self
+    }
+
+    /// Add the model's special tokens (`[CLS]`, `[SEP]`, ...); default true.
+    pub fn add_special_tokens(mut self, add: bool) -> Self {
+        self.add_special_tokens = add;
+        self
+    }
+
+    /// Whether ASCII texts may take the byte-level WordPiece path (default
+    /// true). It gives the same ids as `tokenizers`, several times faster; it is
+    /// used only for tokenizers it reproduces exactly (see
+    /// [`TokenizerPipeline::uses_fast_path`]). Turn it off to compare.
+    pub fn fast_path(mut self, enabled: bool) -> Self {
+        self.fast_path = enabled;
+        self
+    }
+
+    /// Loads `tokenizer.json` and builds the pipeline.
+    pub fn from_file(self, path: impl AsRef<Path>) -> Result<TokenizerPipeline> {
+        let path = path.as_ref();
+        let tokenizer = Tokenizer::from_file(path).map_err(|source| Error::TokenizerLoad {
+            path: path.to_owned(),
+            source,
+        })?;
+        self.build(tokenizer)
+    }
+
+    /// Builds the pipeline around `tokenizer`, replacing whatever padding and
+    /// truncation it was configured with.
+    pub fn build(self, mut tokenizer: Tokenizer) -> Result<TokenizerPipeline> {
+        let max_len = self.max_len;
+        let added = tokenizer
+            .get_post_processor()
+            .map_or(0, |p| p.added_tokens(false));
+        let added = if self.add_special_tokens { added } else { 0 };
+        // max_len == added would make tokenizers truncate to length 0, which it treats as "no limit".
+        if max_len <= added {
+            return Err(Error::InvalidConfig(format!(
+                "max_len {max_len} leaves no room for text after {added} special tokens"
+            )));
+        }
+        if let Padding::Bucket(0) = self.padding {
+            return Err(Error::InvalidConfig("bucket size 0".into()));
+        }
+        if self.threads == Some(0) {
+            return Err(Error::InvalidConfig("0 threads".into()));
+        }
+
+        let file_padding = tokenizer.get_padding().cloned();
+        let pad = Pad {
+            id: match self.pad_id.or(file_padding.as_ref().map(|p| p.pad_id)) {
+                Some(id) => id,
+                None => ["[PAD]", "<pad>"]
+                    .iter()
+                    .find_map(|t| tokenizer.token_to_id(t))
+                    .ok_or(Error::NoPadToken)?,
+            },
+            type_id: self
+                .pad_type_id
+                .or(file_padding.map(|p| p.pad_type_id))
+                .unwrap_or(0),
+        };
+
+        // We pad ourselves, straight into the caller's buffers.
+        tokenizer.with_padding(None);
+        let truncation = match self.truncation {
+            Truncation::Truncate => Some(TruncationParams {
+                max_length: max_len,
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+                direction: TruncationDirection::Right,
+            }),
+            // Encode in full so the error can give the real token count.
+            Truncation::Reject => None,
+        };
+        tokenizer
+            .with_truncation(truncation)
+            .map_err(|e| Error::InvalidConfig(format!("truncation: {e}")))?;
+
+        let max_id = tokenizer
+            .get_vocab(true)
+            .into_values()
+            .max()
+            .unwrap_or(0)
+            .max(pad.id);
+        let fast = if self.fast_path {
+            FastWordPiece::new(&tokenizer, self.add_special_tokens)
+        } else {
+            None
+        };
+        let pool = match self.pool {
+            Some(pool) => pool,
+            None => build_pool(self.threads)?,
+        };
+        Ok(TokenizerPipeline {
+            tokenizer,
+            max_len,
+            truncation: self.truncation,
+            padding: self.padding,
+            pool,
+            pad,
+            max_id,
+            add_special_tokens: self.add_special_tokens,
+            added,
+            fast,
+        })
+    }
+}
+
+/// A tokenizer plus the truncation, padding and threading policy of one engine.
+///
+/// `Send + Sync`: one pipeline can serve many threads; calls share its pool.
+#[derive(Debug)]
+pub struct TokenizerPipeline {
+    tokenizer: Tokenizer,
+    max_len: usize,
+    truncation: Truncation,
+    padding: Padding,
+    pool: Arc<ThreadPool>,
+    pad: Pad,
+    max_id: u32,
+    add_special_tokens: bool,
+    /// Special tokens per text (0 without them).
+    added: usize,
+    fast: Option<FastWordPiece>,
+}
+
+impl TokenizerPipeline {
+    /// Settings for a pipeline whose rows are at most `max_len` tokens (the
+    /// engine profile's maximum sequence length).
+    pub fn builder(max_len: usize) -> PipelineBuilder {
+        PipelineBuilder {
+            max_len,
+            truncation: Truncation::default(),
+            padding: Padding::default(),
+            threads: None,
+            pool: None,
+            pad_id: None,
+            pad_type_id: None,
+            add_special_tokens: true,
+            fast_path: true,
+        }
+    }
+
+    /// Tokenizes `texts` and writes the bound tensors of `outputs`, row-major
+    /// `[batch, seq_len]`, returning that shape and each text's length.
+    ///
+    /// Nothing is written when an error is returned. An empty batch returns
+    /// an empty layout (`seq_len` 0) and writes nothing.
+    ///
+    /// Runs on the pipeline's pool. A one-thread pipeline, or a batch too
+    /// small to be worth splitting, runs on the calling thread instead.
+    pub fn encode_into<S>(&self, texts: &[S], outputs: &mut EncodedBatch<'_>) -> Result<BatchLayout>
+    where
+        S: AsRef<str> + Sync,
+    {
+        if texts.is_empty() {
+            return Ok(BatchLayout::default());
+        }
+        let tasks = self.tasks_for(texts);
+        if tasks == 1 {
+            return self.encode_with(texts, outputs, 1); // on the calling thread
+        }
+        self.pool
+            .install(|| self.encode_with(texts, outputs, tasks))
+    }
+
+    /// Tokenize in `tasks` chunks (in parallel when more than one), then write.
+    fn encode_with<S>(
+        &self,
+        texts: &[S],
+        outputs: &mut EncodedBatch<'_>,
+        tasks: usize,
+    ) -> Result<BatchLayout>
+    where
+        S: AsRef<str> + Sync,
+    {
+        let chunks = self.encode_chunks(texts, tasks)?;
+        let (rows, layout) = self.layout(&chunks)?;
+        outputs.check(layout.batch, layout.seq_len, self.max_id)?;
+        outputs.write(&rows, layout.seq_len, self.pad, tasks);
+        drop(rows);
+        // Encodings from tokenizers are dozens of allocations each: free them in parallel too.
+        if tasks > 1 && chunks.iter().any(Chunk::has_encodings) {
+            chunks.into_par_iter().for_each(drop);
+        }
+        Ok(layout)
+    }
+
+    /// How many parallel tasks a batch is worth: 1 (the calling thread) for
+    /// one thread or a batch so small that waking the pool would cost more
+    /// than it saves; else a few per thread, for load balance.
+    fn tasks_for<S: AsRef<str>>(&self, texts: &[S]) -> usize {
+        const MIN_BYTES_PER_TASK: usize = 2048;
+        let threads = self.threads();
+        if threads == 1 || texts.len() == 1 {
+            return 1;
+        }
+        let bytes: usize = texts.iter().map(|t| t.as_ref().len()).sum();
+        // The tokenizers path costs ~30x the fast path per byte: split it finer.
+        let per_task = if self.fast.is_some() {
+            MIN_BYTES_PER_TASK
+        } else {
+            MIN_BYTES_PER_TASK / 32
+        };
+        (bytes / per_task).clamp(1, threads * 4).min(texts.len())
+    }
+
+    /// Elements a buffer needs to hold any batch of `batch` texts
+    /// (`batch * max_len`).
+    pub fn buffer_len(&self, batch: usize) -> usize {
+        batch.saturating_mul(self.max_len)
+    }
+
+    /// The maximum sequence length.
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// The truncation policy.
+    pub fn truncation(&self) -> Truncation {
+        self.truncation
+    }
+
+    /// The padding policy.
+    pub fn padding(&self) -> Padding {
+        self.padding
+    }
+
+    /// Threads tokenization runs on.
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    /// Whether ASCII texts take the byte-level fast path (see
+    /// [`PipelineBuilder::fast_path`]): false when it was turned off or when
+    /// this tokenizer is not a BERT WordPiece one it reproduces exactly.
+    pub fn uses_fast_path(&self) -> bool {
+        self.fast.is_some()
+    }
+
+    /// The underlying tokenizer (its own padding and truncation are off).
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// Tokenizes `texts` in `tasks` contiguous chunks, one rayon task each.
+    fn encode_chunks<S: AsRef<str> + Sync>(&self, texts: &[S], tasks: usize) -> Result<Vec<Chunk>> {
+        if tasks == 1 {
+            return Ok(vec![self.encode_chunk(0, texts)?]);
+        }
+        let size = texts.len().div_ceil(tasks);
+        texts
+            .par_chunks(size)
+            .enumerate()
+            .map(|(c, chunk)| self.encode_chunk(c * size, chunk))
+            .collect()
+    }
+
+    fn encode_chunk<S: AsRef<str>>(&self, first: usize, texts: &[S]) -> Result<Chunk> {
+        // About one token per 4 bytes of English: most chunks never reallocate.
+        let bytes: usize = texts.iter().map(|t| t.as_ref().len()).sum();
+        let mut chunk = Chunk {
+            ids: Vec::with_capacity(bytes / 4 + 16),
+            items: Vec::with_capacity(texts.len()),
+        };
+        let mut scratch = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            let text = text.as_ref();
+            let start = chunk.ids.len();
+            let fast = self
+                .fast
+                .as_ref()
+                .is_some_and(|f| f.encode(text, &mut scratch, &mut chunk.ids));
+            let tokens = if fast {
+                Tokens::Fast {
+                    start,
+                    len: chunk.ids.len() - start,
+                }
+            } else {
+                let encoding = self
+                    .tokenizer
+                    .encode_fast(text, self.add_special_tokens)
+                    .map_err(|source| Error::Tokenize {
+                        index: first + i,
+                        source,
+                    })?;
+                Tokens::Full(encoding)
+            };
+            chunk.items.push(tokens);
+        }
+        Ok(chunk)
+    }
+
+    /// The rows (truncated) and the batch's layout; rejects any text longer
+    /// than `max_len` in reject mode.
+    fn layout<'c>(&'c self, chunks: &'c [Chunk]) -> Result<(Vec<Row<'c>>, BatchLayout)> {
+        // Room for text tokens once the special tokens are in.
+        let room = self.max_len - self.added;
+        let batch = chunks.iter().map(|c| c.items.len()).sum();
+        let mut rows = Vec::with_capacity(batch);
+        let mut layout = BatchLayout {
+            batch,
+            lengths: Vec::with_capacity(batch),
+            ..BatchLayout::default()
+        };
+        let items = chunks
+            .iter()
+            .flat_map(|c| c.items.iter().map(move |t| (c, t)));
+        for (index, (chunk, tokens)) in items.enumerate() {
+            let (row, full_len, truncated) = match tokens {
+                Tokens::Fast { start, len } => {
+                    let keep = match self.truncation {
+                        Truncation::Truncate => (*len).min(room),
+                        Truncation::Reject => *len,
+                    };
+                    let template = self
+                        .fast
+                        .as_ref()
+                        .expect("fast tokens come from the fast path")
+                        .template();
+                    (
+                        Row::Fast {
+                            content: &chunk.ids[*start..start + keep],
+                            template,
+                        },
+                        len + self.added,
+                        keep < *len,
+                    )
+                }
+                Tokens::Full(e) => (Row::Full(e), e.len(), !e.get_overflowing().is_empty()),
+            };
+            // Reject mode encodes in full; in truncate mode this guards the writer.
+            if row.len() > self.max_len {
+                return Err(Error::TooLong {
+                    index,
+                    tokens: full_len,
+                    max_len: self.max_len,
+                });
+            }
+            if truncated {
+                layout.truncated.push(index);
+            }
+            layout.lengths.push(row.len());
+            rows.push(row);
+        }
+        let longest = layout.lengths.iter().copied().max().unwrap_or(0);
+        layout.seq_len = match self.padding {
+            Padding::Longest => longest,
+            Padding::Bucket(b) => longest.div_ceil(b).saturating_mul(b).min(self.max_len),
+            Padding::Max => self.max_len,
+        };
+        Ok((rows, layout))
+    }
+}

@@ -1,0 +1,144 @@
+//! A batch's tokens between tokenizing and writing, and the row writer.
+//!
+//! Texts are tokenized in chunks (one rayon task each). A chunk keeps the ids
+//! of its fast-path texts in one shared vector and the `tokenizers`
+//! `Encoding` of the others, so no per-text vector is allocated by us. Once
+//! the padded length is known, each [`Row`] writes itself into its slice of
+//! every output tensor.
+
+use tokenizers::Encoding;
+
+use crate::fast_path::Template;
+use crate::spec::InputRole;
+
+/// One text's tokens, as the chunk holds them.
+// Not boxed: that would add an allocation per text on the slow path, and a
+// chunk holds only a few dozen of these.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Tokens {
+    /// Fast path: `ids[start..start + len]` of the chunk, special tokens
+    /// excluded, not truncated.
+    Fast { start: usize, len: usize },
+    /// `tokenizers` path: the whole (already truncated) encoding.
+    Full(Encoding),
+}
+
+/// The tokens of a contiguous run of texts.
+#[derive(Default)]
+pub(crate) struct Chunk {
+    /// Fast-path ids of all the chunk's texts, back to back.
+    pub ids: Vec<u32>,
+    /// One entry per text, in order.
+    pub items: Vec<Tokens>,
+}
+
+impl Chunk {
+    /// Whether any text of the chunk went through `tokenizers`.
+    pub fn has_encodings(&self) -> bool {
+        self.items.iter().any(|t| matches!(t, Tokens::Full(_)))
+    }
+}
+
+/// What a row of the output holds, borrowed from its chunk.
+#[derive(Clone, Copy)]
+pub(crate) enum Row<'a> {
+    /// Template specials around `content` (already truncated).
+    Fast {
+        content: &'a [u32],
+        template: &'a Template,
+    },
+    /// An encoding from `tokenizers`.
+    Full(&'a Encoding),
+}
+
+/// The values padding positions get.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pad {
+    pub id: u32,
+    pub type_id: u32,
+}
+
+/// An element of a token tensor. Ids are range-checked once per batch
+/// (`EncodedBatch::check`), so the conversion is a plain cast.
+pub(crate) trait TokenElem: Copy + Send + Sync {
+    fn from_u32(v: u32) -> Self;
+}
+
+impl TokenElem for i32 {
+    fn from_u32(v: u32) -> Self {
+        v as i32
+    }
+}
+
+impl TokenElem for i64 {
+    fn from_u32(v: u32) -> Self {
+        i64::from(v)
+    }
+}
+
+impl Row<'_> {
+    /// Tokens in the row, special tokens included.
+    pub fn len(&self) -> usize {
+        match self {
+            Row::Fast { content, template } => content.len() + template.added(),
+            Row::Full(e) => e.len(),
+        }
+    }
+
+    /// Writes this row's `role` values into `dst` and pads the rest.
+    /// `dst` must be at least `self.len()` long.
+    pub fn write<T: TokenElem>(&self, role: InputRole, dst: &mut [T], pad: Pad) {
+        let (head, tail) = dst.split_at_mut(self.len());
+        let cast = T::from_u32;
+        match (role, self) {
+            // Our padding is the only padding, so every token of a row is real.
+            (InputRole::AttentionMask, _) => head.fill(cast(1)),
+            (InputRole::InputIds, Row::Full(e)) => copy(head, e.get_ids()),
+            (InputRole::TokenTypeIds, Row::Full(e)) => copy(head, e.get_type_ids()),
+            (
+                InputRole::InputIds,
+                Row::Fast {
+                    content,
+                    template: t,
+                },
+            ) => {
+                let ids = t
+                    .prefix
+                    .iter()
+                    .map(|p| p.0)
+                    .chain(content.iter().copied())
+                    .chain(t.suffix.iter().map(|p| p.0));
+                head.iter_mut().zip(ids).for_each(|(d, v)| *d = cast(v));
+            }
+            (
+                InputRole::TokenTypeIds,
+                Row::Fast {
+                    content,
+                    template: t,
+                },
+            ) => {
+                let (pre, rest) = head.split_at_mut(t.prefix.len());
+                let (body, post) = rest.split_at_mut(content.len());
+                pre.iter_mut()
+                    .zip(&t.prefix)
+                    .for_each(|(d, p)| *d = cast(p.1));
+                body.fill(cast(t.seq_type));
+                post.iter_mut()
+                    .zip(&t.suffix)
+                    .for_each(|(d, p)| *d = cast(p.1));
+            }
+        }
+        let pad_value = match role {
+            InputRole::InputIds => pad.id,
+            InputRole::TokenTypeIds => pad.type_id,
+            InputRole::AttentionMask => 0,
+        };
+        tail.fill(cast(pad_value));
+    }
+}
+
+fn copy<T: TokenElem>(dst: &mut [T], src: &[u32]) {
+    dst.iter_mut()
+        .zip(src)
+        .for_each(|(d, &s)| *d = T::from_u32(s));
+}
