@@ -1,1 +1,113 @@
-fn main() {}
+//! `trt`: build, inspect and benchmark TensorRT engines, and tokenize text for
+//! them, from the command line.
+//!
+//! | command | what | needs a GPU |
+//! |---|---|---|
+//! | `trt build MODEL.onnx -o PLAN` | ONNX to a plan, with shape ranges, workspace, timing cache, targets | no (TensorRT-RTX) |
+//! | `trt inspect FILE [--json]` | I/O tensors and layers of an ONNX model or a plan | plans only |
+//! | `trt bench PLAN` | latency percentiles, throughput, transfer split | yes |
+//! | `trt tokenize --tokenizer tokenizer.json` | token ids as JSON lines | no |
+//! | `trt classify` / `trt embed` | text to labels / embeddings | yes |
+//! | `trt demo` | the embedded default model end to end | build + inspect: no |
+//!
+//! Errors are one line, `error: ...`, naming the file or tensor and the cause;
+//! exit code 1, or 2 for usage errors (clap's).
+//!
+//! The binary is called `trt` like the library crate it uses; Cargo keeps the
+//! two apart because this package is `trt-cli`.
+
+mod cmd;
+mod error;
+mod gpu;
+mod locate;
+mod output;
+mod progress;
+mod shapes;
+
+use std::process::ExitCode;
+
+use clap::{ArgAction, Parser, Subcommand};
+
+/// TensorRT from the command line: build, inspect and benchmark engines, tokenize text.
+#[derive(Debug, Parser)]
+#[command(name = "trt", version, propagate_version = true)]
+struct Cli {
+    /// Show TensorRT's log on stderr: -v warnings, -vv information, -vvv everything.
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    verbose: u8,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Build a TensorRT plan from an ONNX model.
+    Build(cmd::build::Args),
+    /// Show the inputs, outputs and layers of an ONNX model or a plan.
+    Inspect(cmd::inspect::Args),
+    /// Measure a plan's latency and throughput on the GPU.
+    Bench(cmd::bench::Args),
+    /// Tokenize texts into input_ids and attention_mask (one JSON line per text).
+    Tokenize(cmd::tokenize::Args),
+    /// Classify texts with a sequence-classification plan.
+    Classify(cmd::nlp::ClassifyArgs),
+    /// Embed texts with an encoder plan (sentence embeddings).
+    Embed(cmd::nlp::EmbedArgs),
+    /// Build, inspect and (where the GPU allows) run the embedded default model.
+    Demo(cmd::demo::Args),
+}
+
+/// TensorRT's messages on stderr, for `-v`.
+struct StderrLogger;
+
+impl trt::logger::Logger for StderrLogger {
+    fn log(&self, severity: trt::logger::Severity, message: &str) {
+        use trt::logger::Severity as S;
+        let level = match severity {
+            S::InternalError => "internal error",
+            S::Error => "error",
+            S::Warning => "warning",
+            S::Info => "info",
+            S::Verbose => "verbose",
+        };
+        eprintln!("[TensorRT {level}] {message}");
+    }
+}
+
+fn set_up_logging(verbose: u8) {
+    use trt::logger::Severity as S;
+    // Errors still reach the typed errors (captured per call); the threshold only
+    // decides what is shown.
+    let threshold = match verbose {
+        0 => S::Error,
+        1 => S::Warning,
+        2 => S::Info,
+        _ => S::Verbose,
+    };
+    trt::logger::set_log_threshold(threshold);
+    if verbose > 0 {
+        trt::logger::set_logger(Box::new(StderrLogger));
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    set_up_logging(cli.verbose);
+    let result = match cli.command {
+        Command::Build(a) => cmd::build::run(a),
+        Command::Inspect(a) => cmd::inspect::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
+        Command::Tokenize(a) => cmd::tokenize::run(a),
+        Command::Classify(a) => cmd::nlp::classify(a),
+        Command::Embed(a) => cmd::nlp::embed(a),
+        Command::Demo(a) => cmd::demo::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", e.one_line());
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,691 @@
+//! The `trt` binary, run as a user runs it: exit codes, one-line errors that
+//! name the file, build summaries, JSON outputs, and tokenization against the
+//! Python `tokenizers` package.
+//!
+//! Runs on the CPU (TensorRT-RTX builds engines without a GPU). Needs
+//! `scripts/setup` (the default model, the test models, the `.deps/venv`
+//! Python); a missing piece fails the test saying so. Where a GPU TensorRT can
+//! run on exists, the "no GPU" checks only check that nothing panics.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::{default_model, deps, generated, BERT_INPUTS};
+use serde_json::{json, Value};
+
+fn trt_cmd(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_trt"));
+    c.args(args);
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    trt_cmd(args).output().expect("the trt binary runs")
+}
+
+fn run_with_stdin(args: &[&str], stdin: &str) -> Output {
+    let mut child = trt_cmd(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the trt binary runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 path")
+}
+
+/// Success, or a failure that shows what the binary said.
+fn assert_ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    );
+}
+
+/// Exit 1 with exactly one `error: ...` line on stderr that mentions every
+/// string of `mentions`, and no panic or Debug output. Returns the line.
+fn assert_user_error(o: &Output, mentions: &[&str]) -> String {
+    let err = stderr(o);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "expected exit 1\nstdout:\n{}\nstderr:\n{err}",
+        stdout(o)
+    );
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line expected on stderr, got:\n{err}");
+    let line = lines[0];
+    assert!(line.starts_with("error: "), "{line}");
+    for bad in [
+        "panicked",
+        "RUST_BACKTRACE",
+        "Error {",
+        "Some(",
+        "TrtMessage",
+    ] {
+        assert!(!line.contains(bad), "debug output or panic in: {line}");
+    }
+    for m in mentions {
+        assert!(line.contains(m), "'{m}' missing from: {line}");
+    }
+    line.to_owned()
+}
+
+/// `--min/--opt/--max-shapes` for the three BERT inputs.
+fn bert_shapes(min: &str, opt: &str, max: &str) -> Vec<String> {
+    let list = |dims: &str| {
+        BERT_INPUTS
+            .iter()
+            .map(|n| format!("{n}:{dims}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    vec![
+        "--min-shapes".into(),
+        list(min),
+        "--opt-shapes".into(),
+        list(opt),
+        "--max-shapes".into(),
+        list(max),
+    ]
+}
+
+fn args_with<'a>(head: &[&'a str], tail: &'a [String]) -> Vec<&'a str> {
+    head.iter()
+        .copied()
+        .chain(tail.iter().map(String::as_str))
+        .collect()
+}
+
+fn gpu_present() -> bool {
+    trt::cuda::Device::new(0).is_ok()
+}
+
+#[test]
+fn build_default_model_fp32_and_fp16_prints_a_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let shapes = bert_shapes("1x16", "8x128", "32x128");
+    for (fp16, name) in [(false, "fp32.plan"), (true, "fp16.plan")] {
+        let model = default_model(fp16);
+        let plan = dir.path().join(name);
+        let o = run(&args_with(
+            &["build", p(&model), "-o", p(&plan), "--progress", "plain"],
+            &shapes,
+        ));
+        assert_ok(&o);
+        let out = stdout(&o);
+        assert!(
+            out.starts_with(&format!("built {} -> {}", model.display(), plan.display())),
+            "{out}"
+        );
+        for s in [
+            "TensorRT",
+            "plan",
+            "input_ids",
+            "attention_mask",
+            "token_type_ids",
+            "logits",
+            "last_hidden_state",
+            "8x128",
+            "32x128",
+        ] {
+            assert!(out.contains(s), "'{s}' missing from the summary:\n{out}");
+        }
+        let dtype = if fp16 { "f16" } else { "f32" };
+        assert!(
+            out.lines()
+                .any(|l| l.contains("logits") && l.contains(dtype)),
+            "{out}"
+        );
+        let size = std::fs::metadata(&plan).unwrap().len();
+        assert!(size > 1_000_000, "plan of {size} bytes");
+        // The progress monitor fed the plain progress lines.
+        assert!(
+            stderr(&o).contains("steps)"),
+            "no progress lines:\n{}",
+            stderr(&o)
+        );
+        println!("{out}");
+    }
+}
+
+#[test]
+fn build_external_weights_with_timing_cache_and_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = generated("models/test/external_weights.onnx");
+    let plan = dir.path().join("ext.plan");
+    let cache = dir.path().join("timing.cache");
+    let mut args = vec![
+        "build",
+        p(&model),
+        "-o",
+        p(&plan),
+        "--min-shapes",
+        "x:1x64",
+        "--max-shapes",
+        "x:8x64",
+    ];
+    args.extend([
+        "--timing-cache",
+        p(&cache),
+        "--workspace",
+        "64",
+        "--opt-level",
+        "1",
+    ]);
+    let rtx = trt::header_version().flavor == trt::Flavor::TensorRtRtx;
+    if rtx {
+        args.extend(["--target", "sm80,sm86"]);
+    }
+    let first = run(&args);
+    assert_ok(&first);
+    let out = stdout(&first);
+    // Without --opt-shapes, opt = max.
+    assert!(
+        out.lines()
+            .any(|l| l.contains(" x ") && l.contains("1x64") && l.contains("8x64  8x64")),
+        "{out}"
+    );
+    assert!(out.contains("(new, wrote"), "{out}");
+    if rtx {
+        assert!(out.contains("sm80, sm86"), "{out}");
+    }
+    assert!(cache.exists() && plan.exists());
+    // The second build reads the cache it wrote.
+    let second = run(&args);
+    assert_ok(&second);
+    assert!(stdout(&second).contains("(read "), "{}", stdout(&second));
+}
+
+#[test]
+fn build_without_shapes_lists_the_dynamic_inputs_and_an_example_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = default_model(false);
+    let o = run(&["build", p(&model), "-o", p(&dir.path().join("x.plan"))]);
+    let line = assert_user_error(
+        &o,
+        &[
+            p(&model),
+            "input_ids [-1, -1]",
+            "attention_mask",
+            "token_type_ids",
+            "--min-shapes input_ids:",
+        ],
+    );
+    assert!(line.contains("--max-shapes"), "{line}");
+    // Shapes for one input only: the others are listed.
+    let o = run(&[
+        "build",
+        p(&model),
+        "-o",
+        p(&dir.path().join("x.plan")),
+        "--max-shapes",
+        "input_ids:4x16",
+    ]);
+    let line = assert_user_error(&o, &["attention_mask", "token_type_ids"]);
+    assert!(!line.contains("input_ids ["), "{line}");
+    assert!(!dir.path().join("x.plan").exists());
+}
+
+#[test]
+fn bad_shapes_are_usage_or_profile_errors() {
+    let model = default_model(false);
+    // Syntax: clap's usage error, exit 2.
+    let o = run(&["build", p(&model), "--min-shapes", "input_ids=1x16"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // An input the model does not have, and min > max: exit 1 naming the tensor.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.plan");
+    let o = run(&args_with(
+        &[
+            "build",
+            p(&model),
+            "-o",
+            p(&out),
+            "--max-shapes",
+            "nope:1x1",
+        ],
+        &bert_shapes("1x16", "8x128", "32x128"),
+    ));
+    assert_user_error(&o, &["nope"]);
+    let o = run(&args_with(
+        &["build", p(&model), "-o", p(&out)],
+        &bert_shapes("8x16", "4x16", "2x16"),
+    ));
+    assert_user_error(&o, &["input_ids", "min <= opt <= max"]);
+}
+
+#[test]
+fn precision_flags_explain_the_strongly_typed_path() {
+    if trt::header_version().flavor != trt::Flavor::TensorRtRtx && trt::header_version().major < 11
+    {
+        println!("skipped: TensorRT 10.x has the precision flags");
+        return;
+    }
+    let model = default_model(false);
+    for (flag, hint) in [
+        ("--fp16", "FP16 ONNX"),
+        ("--bf16", "BF16 ONNX"),
+        ("--int8", "QuantizeLinear"),
+    ] {
+        let o = run(&["build", p(&model), flag]);
+        assert_user_error(&o, &[flag, "strongly typed", hint]);
+    }
+    // The flags exclude each other (usage error).
+    assert_eq!(
+        run(&["build", p(&model), "--fp16", "--int8"]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn inspect_onnx_json_lists_every_tensor_with_its_dynamic_dims() {
+    let model = default_model(false);
+    let o = run(&["inspect", p(&model), "--json"]);
+    assert_ok(&o);
+    let doc: Value = serde_json::from_str(&stdout(&o)).expect("one valid JSON document");
+    assert_eq!(doc["kind"], "onnx");
+    assert!(doc["layers"].as_u64().unwrap() > 10);
+    let tensors = doc["tensors"].as_array().unwrap();
+    let names: Vec<&str> = tensors
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "input_ids",
+            "attention_mask",
+            "token_type_ids",
+            "logits",
+            "last_hidden_state"
+        ]
+    );
+    for t in tensors {
+        let shape: Vec<i64> = t["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_i64().unwrap())
+            .collect();
+        assert!(shape.contains(&-1), "{t}");
+        let dynamic: Vec<usize> = t["dynamic_dims"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap() as usize)
+            .collect();
+        assert_eq!(
+            dynamic,
+            shape
+                .iter()
+                .enumerate()
+                .filter(|(_, &d)| d < 0)
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>()
+        );
+        assert!(["input", "output"].contains(&t["mode"].as_str().unwrap()));
+    }
+    assert_eq!(tensors[0]["dtype"], "i32");
+    assert_eq!(tensors[4]["shape"], json!([-1, -1, 384]));
+
+    // The text form: a table and the layer count.
+    let o = run(&["inspect", p(&model)]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert!(
+        out.contains("last_hidden_state  output  f32    [-1, -1, 384]"),
+        "{out}"
+    );
+    assert!(out.contains("layers"), "{out}");
+}
+
+/// Empty, truncated, random and missing files, written into `dir`.
+fn broken_files(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let model = std::fs::read(default_model(false)).unwrap();
+    let mut random = vec![0u8; 4096];
+    let mut x: u32 = 0x9E37_79B9;
+    for b in random.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        *b = x as u8;
+    }
+    let files = [
+        ("empty", Vec::new()),
+        ("truncated", model[..model.len().min(10_000)].to_vec()),
+        ("random", random),
+    ];
+    let mut paths: Vec<PathBuf> = files
+        .into_iter()
+        .map(|(name, bytes)| {
+            let path = dir.join(format!("{name}.{ext}"));
+            std::fs::write(&path, bytes).unwrap();
+            path
+        })
+        .collect();
+    paths.push(dir.join(format!("missing.{ext}")));
+    paths
+}
+
+#[test]
+fn broken_onnx_files_fail_with_one_line_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in broken_files(dir.path(), "onnx") {
+        let name = file.file_name().unwrap().to_str().unwrap();
+        let line = assert_user_error(&run(&["build", p(&file), "--max-shapes", "x:1"]), &[name]);
+        println!("build {name}: {line}");
+        let line = assert_user_error(&run(&["inspect", p(&file)]), &[name]);
+        println!("inspect {name}: {line}");
+    }
+}
+
+#[test]
+fn broken_plans_fail_with_one_line_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in broken_files(dir.path(), "plan") {
+        let name = file.file_name().unwrap().to_str().unwrap();
+        let line = assert_user_error(&run(&["inspect", p(&file), "--json"]), &[name]);
+        println!("inspect {name}: {line}");
+    }
+    // Neither extension: tried as both, both reasons given.
+    let odd = dir.path().join("model.bin");
+    std::fs::write(&odd, b"not a model").unwrap();
+    assert_user_error(&run(&["inspect", p(&odd)]), &["model.bin", "ONNX", "plan"]);
+}
+
+#[test]
+fn a_real_plan_inspects_where_tensorrt_can_deserialize_it_and_says_why_not_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = generated("models/test/external_weights.onnx");
+    let plan = dir.path().join("ext.plan");
+    assert_ok(&run(&[
+        "build",
+        p(&model),
+        "-o",
+        p(&plan),
+        "--max-shapes",
+        "x:8x64",
+    ]));
+    let o = run(&["inspect", p(&plan), "--json"]);
+    if o.status.success() {
+        let doc: Value = serde_json::from_str(&stdout(&o)).expect("valid JSON");
+        assert_eq!(doc["kind"], "plan");
+        assert_eq!(doc["tensors"][0]["name"], "x");
+    } else {
+        let line = assert_user_error(&o, &["ext.plan", "deserialize"]);
+        if !gpu_present() {
+            assert!(line.contains("no"), "{line}");
+        }
+    }
+}
+
+#[test]
+fn bench_without_a_usable_gpu_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("ext.plan");
+    assert_ok(&run(&[
+        "build",
+        p(&generated("models/test/external_weights.onnx")),
+        "-o",
+        p(&plan),
+        "--max-shapes",
+        "x:8x64",
+    ]));
+    let o = run(&["bench", p(&plan), "--iterations", "5", "--warmup", "1"]);
+    if gpu_present() {
+        // A GPU TensorRT runs on: numbers; one it refuses (e.g. the H200 for TensorRT-RTX): a clear error.
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+        if !o.status.success() {
+            assert_user_error(&o, &["ext.plan"]);
+        }
+    } else {
+        assert_user_error(&o, &["trt bench needs a GPU", "CUDA"]);
+    }
+    // A missing plan is named before anything else.
+    assert_user_error(
+        &run(&["bench", p(&dir.path().join("nope.plan"))]),
+        &["nope.plan"],
+    );
+}
+
+#[test]
+fn classify_and_embed_check_their_inputs_then_need_a_gpu() {
+    let tokenizer = generated("models/minilm/tokenizer.json");
+    let config = generated("models/minilm/config.json");
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("m.plan");
+    std::fs::write(&plan, b"a plan").unwrap();
+    // A bad tokenizer is reported first, naming it.
+    let o = run(&[
+        "classify",
+        p(&plan),
+        "--tokenizer",
+        p(&dir.path().join("nope.json")),
+        "hello",
+    ]);
+    assert_user_error(&o, &["nope.json"]);
+    for cmd in ["classify", "embed"] {
+        let mut args = vec![cmd, p(&plan), "--tokenizer", p(&tokenizer)];
+        if cmd == "classify" {
+            args.extend(["--labels", p(&config)]);
+        }
+        args.push("hello");
+        let o = run(&args);
+        if gpu_present() {
+            assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        } else {
+            assert_user_error(&o, &[&format!("trt {cmd} needs a GPU")]);
+        }
+    }
+}
+
+/// The Python `tokenizers` package's ids and masks for `texts`, no padding,
+/// no truncation unless `max_len`.
+fn python_reference(texts: &[&str], max_len: Option<usize>) -> Vec<Value> {
+    const SCRIPT: &str = r#"
+import json, sys
+from tokenizers import Tokenizer
+r = json.load(sys.stdin)
+tok = Tokenizer.from_file(r["tokenizer"])
+tok.no_padding()
+tok.no_truncation()
+if r["max_len"]:
+    tok.enable_truncation(r["max_len"])
+out = []
+for t in r["texts"]:
+    e = tok.encode(t)
+    out.append({"input_ids": e.ids, "attention_mask": e.attention_mask})
+print(json.dumps(out))
+"#;
+    let python = deps().join("venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup first",
+        python.display()
+    );
+    let request = json!({"tokenizer": generated("models/minilm/tokenizer.json"), "texts": texts, "max_len": max_len});
+    let mut child = Command::new(&python)
+        .args(["-c", SCRIPT])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.to_string().as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        o.status.success(),
+        "python failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice::<Vec<Value>>(&o.stdout).unwrap()
+}
+
+fn json_lines(o: &Output) -> Vec<Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn tokenize_matches_the_python_tokenizers_package() {
+    let tokenizer = generated("models/minilm/tokenizer.json");
+    let long = "word ".repeat(300);
+    let texts = [
+        "Hello, world!",
+        "",
+        "中文分词测试，日本語のテキスト、한국어 문장",
+        "I love 🦀 and 🎉🎉 family: 👨‍👩‍👧 flags 🇫🇷",
+        "e\u{301}le\u{300}ve naïve café Ångström",
+        "   leading and trailing spaces   ",
+        "tab\there zero\u{200b}width",
+        long.as_str(),
+    ];
+    for max_len in [None, Some(8)] {
+        let expected = python_reference(&texts, max_len);
+        let mut args = vec![
+            "tokenize".to_owned(),
+            "--tokenizer".into(),
+            p(&tokenizer).into(),
+        ];
+        if let Some(n) = max_len {
+            args.extend(["--max-len".into(), n.to_string()]);
+        }
+        // Texts as arguments.
+        let mut with_texts = args.clone();
+        with_texts.extend(texts.iter().map(|t| (*t).to_owned()));
+        let o = run(&with_texts.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_ok(&o);
+        assert_eq!(json_lines(&o), expected, "arguments, max_len {max_len:?}");
+        // The same texts as stdin lines (an empty line is an empty text; CRLF too).
+        let input: String = texts.iter().map(|t| format!("{t}\r\n")).collect();
+        let o = run_with_stdin(&args.iter().map(String::as_str).collect::<Vec<_>>(), &input);
+        assert_ok(&o);
+        assert_eq!(json_lines(&o), expected, "stdin, max_len {max_len:?}");
+    }
+    // Output keys: input_ids first.
+    let o = run(&["tokenize", "--tokenizer", p(&tokenizer), "hi"]);
+    assert_eq!(
+        stdout(&o),
+        "{\"input_ids\":[101,7632,102],\"attention_mask\":[1,1,1]}\n"
+    );
+}
+
+#[test]
+fn tokenize_errors_name_the_file_or_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("tokenizer.json");
+    assert_user_error(
+        &run(&["tokenize", "--tokenizer", p(&missing), "x"]),
+        &[p(&missing)],
+    );
+    std::fs::write(&missing, b"{not json").unwrap();
+    assert_user_error(
+        &run(&["tokenize", "--tokenizer", p(&missing), "x"]),
+        &[p(&missing)],
+    );
+    let tokenizer = generated("models/minilm/tokenizer.json");
+    assert_user_error(
+        &run(&[
+            "tokenize",
+            "--tokenizer",
+            p(&tokenizer),
+            "--max-len",
+            "2",
+            "x",
+        ]),
+        &["--max-len 2"],
+    );
+    // Invalid UTF-8 on stdin: the line is named.
+    let mut child = trt_cmd(&["tokenize", "--tokenizer", p(&tokenizer)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"fine\n\xff\xfe\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_user_error(&o, &["line 2"]);
+}
+
+#[test]
+fn demo_builds_inspects_and_explains_what_it_cannot_run() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = p(cache.path());
+    let first = run(&["demo", "--cache-dir", dir]);
+    assert_ok(&first);
+    let out = stdout(&first);
+    for s in ["fp32:", "fp16:", "built", "1x16", "8x128", "32x128", "GPU:"] {
+        assert!(out.contains(s), "'{s}' missing:\n{out}");
+    }
+    if !gpu_present() {
+        assert!(
+            out.contains("TensorRT cannot deserialize it on this machine"),
+            "{out}"
+        );
+        assert!(out.contains("classify and embed: skipped"), "{out}");
+    }
+    println!("{out}");
+    let second = run(&["demo", "--cache-dir", dir]);
+    assert_ok(&second);
+    assert_eq!(
+        stdout(&second)
+            .matches("loaded from the engine cache")
+            .count(),
+        2,
+        "{}",
+        stdout(&second)
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_works() {
+    assert_eq!(run(&[]).status.code(), Some(2));
+    assert_eq!(run(&["build"]).status.code(), Some(2));
+    assert_eq!(run(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(
+        run(&["build", "m.onnx", "--opt-level", "9"]).status.code(),
+        Some(2)
+    );
+    let o = run(&["build", "--help"]);
+    assert_ok(&o);
+    assert!(
+        stdout(&o).contains("opt = max"),
+        "the shape defaults are documented"
+    );
+}

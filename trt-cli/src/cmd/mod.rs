@@ -1,0 +1,8 @@
+//! One module per subcommand: its clap arguments and a `run` function.
+
+pub mod bench;
+pub mod build;
+pub mod demo;
+pub mod inspect;
+pub mod nlp;
+pub mod tokenize;
