@@ -44,9 +44,7 @@ fn env_usize(name: &str, default: usize) -> usize {
 }
 
 fn deps_dir() -> PathBuf {
-    std::env::var_os("TRT_DEPS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.deps"))
+    trt::setup_dir()
 }
 
 fn require(path: PathBuf) -> PathBuf {
@@ -190,7 +188,10 @@ fn bench_python(
     threads: usize,
     repeats: usize,
 ) -> Vec<(String, Measured)> {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benches/tokenize_python.py");
+    // Overridable so the built bench can run outside this checkout (the GPU host).
+    let script = std::env::var_os("TOKENIZE_BENCH_SCRIPT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benches/tokenize_python.py"));
     let mut cmd = Command::new(require(deps_dir().join("venv/bin/python")));
     cmd.arg(script)
         .arg("--tokenizer")

@@ -12,9 +12,7 @@ use std::process::{Command, Stdio};
 
 /// `$TRT_DEPS_DIR`, else `<workspace>/.deps`.
 pub fn deps_dir() -> PathBuf {
-    std::env::var_os("TRT_DEPS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.deps"))
+    trt::setup_dir()
 }
 
 fn require(path: PathBuf) -> PathBuf {
