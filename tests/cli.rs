@@ -689,3 +689,21 @@ fn usage_errors_exit_2_and_help_works() {
         "the shape defaults are documented"
     );
 }
+
+/// An ONNX exported by PyTorch's exporter (int64 inputs, its own op patterns),
+/// not by the project's model script: tests/data/torch_bert_tiny.onnx, made by
+/// scripts/export_torch_bert.py on the GPU host (which has torch).
+#[test]
+fn build_an_onnx_exported_by_pytorch() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/torch_bert_tiny.onnx");
+    let plan = dir.path().join("torch.plan");
+    let shapes = bert_shapes("1x1", "2x16", "8x128");
+    let o = run(&args_with(&["build", p(&model), "-o", p(&plan), "--progress", "none"], &shapes));
+    assert_ok(&o);
+    let out = stdout(&o);
+    println!("{out}");
+    assert!(out.lines().any(|l| l.contains("input_ids") && l.contains("i64")), "{out}");
+    assert!(out.lines().any(|l| l.contains("logits") && l.contains("f32")), "{out}");
+    assert!(std::fs::metadata(&plan).unwrap().len() > 100_000);
+}
