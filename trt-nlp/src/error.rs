@@ -121,6 +121,10 @@ pub enum Error {
         got: Vec<usize>,
     },
 
+    /// TensorRT or CUDA failed (engine, context, buffers).
+    #[error(transparent)]
+    Trt(#[from] trt::Error),
+
     /// A model configuration file could not be read.
     #[error("cannot read {path}: {source}")]
     Io {

@@ -78,15 +78,22 @@
 #![warn(missing_docs)]
 
 mod buffers;
+mod classifier;
+mod embedder;
+mod engine_io;
 mod error;
 mod fast_path;
 mod parallel;
 mod pipeline;
 mod postprocess;
 mod rows;
+mod runner;
 mod spec;
 
 pub use buffers::{EncodedBatch, TokenBuffer};
+pub use classifier::{Classifier, HelperOptions};
+pub use embedder::Embedder;
+pub use engine_io::{EngineLayout, OutputSpec};
 pub use error::{Error, Result};
 pub use parallel::default_threads;
 pub use pipeline::{BatchLayout, Padding, PipelineBuilder, TokenizerPipeline, Truncation};

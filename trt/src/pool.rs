@@ -53,7 +53,7 @@ impl<S> Pool<PooledContext<S>> {
         engine: &Engine,
         device: &Device,
         size: usize,
-        mut make: impl FnMut(&ExecutionContext, &Stream) -> Result<S>,
+        mut make: impl FnMut(&mut ExecutionContext, &Stream) -> Result<S>,
     ) -> Result<Self> {
         let mut free = Vec::with_capacity(size);
         for i in 0..size {
@@ -62,7 +62,7 @@ impl<S> Pool<PooledContext<S>> {
             if engine.num_profiles() > 1 {
                 context.set_profile(i % engine.num_profiles(), &stream)?;
             }
-            let state = make(&context, &stream)?;
+            let state = make(&mut context, &stream)?;
             free.push(PooledContext { context, stream, state });
         }
         Ok(Pool::from_items(free))
