@@ -133,10 +133,10 @@ pub fn run(args: Args) -> Result<()> {
 
     // 3: run, where the GPU allows.
     let texts: Vec<String> = SAMPLES.iter().map(|s| (*s).to_owned()).collect();
-    if gpu.is_err() {
+    let Ok((device, _)) = &gpu else {
         emit("\nclassify and embed: skipped, no GPU TensorRT can run on (see GPU above)\n");
         return Ok(());
-    }
+    };
     if engines.is_empty() {
         emit("\nclassify and embed: skipped, TensorRT could not deserialize the engines on this GPU (reasons above)\n");
         return Ok(());
@@ -145,7 +145,7 @@ pub fn run(args: Args) -> Result<()> {
     let labels = trt_nlp::Labels::from_config_file(model_dir.join("config.json"))?;
     for (label, _, engine) in &engines {
         for task in [Task::Classify, Task::Embed] {
-            if let Err(e) = nlp::infer(task, engine, &tokenizer, Some(&labels), &texts) {
+            if let Err(e) = nlp::infer(task, device, engine, &tokenizer, Some(&labels), &texts) {
                 emit(&format!("{label} {task:?}: {e}\n"));
             }
         }

@@ -3,17 +3,19 @@
 //! arguments, else stdin lines).
 //!
 //! Everything that needs no GPU is checked first (tokenizer, labels), then the
-//! GPU and the plan ([`open`]). Running the engine is trt-nlp's job
-//! (`trt_nlp::Classifier` / `trt_nlp::Embedder`, not written yet): [`infer`]
-//! is the one place to call them once they exist.
+//! GPU and the plan ([`open`]); [`infer`] runs trt-nlp's `Classifier` /
+//! `Embedder`.
 
 use std::path::{Path, PathBuf};
 
 use trt::cuda::Device;
 use trt::Engine;
-use trt_nlp::Labels;
+use serde_json::json;
+use trt_nlp::{Classifier, Embedder, HelperOptions, Labels, Pooling};
 
-use crate::error::{CliError, Result};
+use crate::cmd::tokenize::for_each_chunk;
+
+use crate::error::Result;
 use crate::gpu;
 
 /// Arguments of `trt classify`.
@@ -74,29 +76,45 @@ pub fn open(task: Task, plan: &Path) -> Result<(Device, Engine)> {
     Ok((device, engine))
 }
 
-/// Run `texts` (empty: the lines of stdin) through `engine` and print one
-/// JSON line per text: `{"text", "label", "score"}` for classify,
-/// `{"text", "embedding"}` for embed.
-///
-/// The one place that changes once trt-nlp has its helpers: make the
-/// `Classifier`/`Embedder` once from the engine and the tokenizer, then
-/// [`for_each_chunk`](crate::cmd::tokenize::for_each_chunk)`(texts, |chunk| ...)`
-/// runs each chunk and prints its lines.
+/// Run `texts` (empty: the lines of stdin) through `engine` on `device` and
+/// print one JSON line per text: `{"text", "label", "score", "top"}` for
+/// classify, `{"text", "embedding"}` (mean-pooled, L2-normalised) for embed.
 pub fn infer(
     task: Task,
-    _engine: &Engine,
-    _tokenizer: &Path,
-    _labels: Option<&Labels>,
-    _texts: &[String],
+    device: &Device,
+    engine: &Engine,
+    tokenizer: &Path,
+    labels: Option<&Labels>,
+    texts: &[String],
 ) -> Result<()> {
-    let helper = match task {
-        Task::Classify => "trt_nlp::Classifier",
-        Task::Embed => "trt_nlp::Embedder",
-    };
-    Err(CliError::new(format!(
-        "{} needs {helper}, which this build of trt-nlp does not have yet (the engine loaded; nothing was run)",
-        task.command()
-    )))
+    let options = HelperOptions::default();
+    match task {
+        Task::Classify => {
+            let labels = labels.cloned().unwrap_or_default();
+            let classifier = Classifier::new(engine, device, tokenizer, labels, &options)?;
+            for_each_chunk(texts, |chunk| {
+                for (text, preds) in chunk.iter().zip(classifier.classify(chunk, 5)?) {
+                    let best = preds.first();
+                    let top: Vec<_> = preds.iter().map(|p| json!({"label": p.label, "score": p.score})).collect();
+                    println!(
+                        "{}",
+                        json!({"text": text, "label": best.map(|p| p.label.clone()), "score": best.map(|p| p.score), "top": top})
+                    );
+                }
+                Ok(())
+            })
+        }
+        Task::Embed => {
+            let embedder = Embedder::new(engine, device, tokenizer, Pooling::Mean, true, &options)?;
+            for_each_chunk(texts, |chunk| {
+                let rows = embedder.embed(chunk)?;
+                for (text, row) in chunk.iter().zip(rows.rows()) {
+                    println!("{}", json!({"text": text, "embedding": row.to_vec()}));
+                }
+                Ok(())
+            })
+        }
+    }
 }
 
 fn check_tokenizer(path: &Path) -> Result<()> {
@@ -113,9 +131,10 @@ pub fn classify(args: ClassifyArgs) -> Result<()> {
         .as_deref()
         .map(Labels::from_config_file)
         .transpose()?;
-    let (_device, engine) = open(Task::Classify, &args.plan)?;
+    let (device, engine) = open(Task::Classify, &args.plan)?;
     infer(
         Task::Classify,
+        &device,
         &engine,
         &args.tokenizer,
         labels.as_ref(),
@@ -126,6 +145,6 @@ pub fn classify(args: ClassifyArgs) -> Result<()> {
 /// `trt embed`.
 pub fn embed(args: EmbedArgs) -> Result<()> {
     check_tokenizer(&args.tokenizer)?;
-    let (_device, engine) = open(Task::Embed, &args.plan)?;
-    infer(Task::Embed, &engine, &args.tokenizer, None, &args.texts)
+    let (device, engine) = open(Task::Embed, &args.plan)?;
+    infer(Task::Embed, &device, &engine, &args.tokenizer, None, &args.texts)
 }
