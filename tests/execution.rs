@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use half::f16;
 use serde_json::Value;
-use trt::cuda::{Device, DeviceBuffer, Stream};
+use trt::cuda::{Device, DeviceBuffer, Element, Stream};
 use trt::{Bindings, Builder, ContextPool, Engine, Error, ExecutionContext, OnnxParser, ProfileSpec, Runtime, ShapeRange};
 
 struct Reference {
@@ -39,8 +39,8 @@ fn engine(fp16: bool) -> Engine {
     Runtime::new().unwrap().deserialize(plan.as_bytes()).expect("deserialize on a supported GPU")
 }
 
-/// Run the reference batch; returns logits as f32.
-fn run_logits(context: &mut ExecutionContext, stream: &Stream, r: &Reference, fp16: bool) -> Vec<f32> {
+/// Run the reference batch with outputs of element type `T`; returns logits as f32.
+fn run_typed<T: Element>(context: &mut ExecutionContext, stream: &Stream, r: &Reference, to_f32: fn(T) -> f32) -> Vec<f32> {
     let shape = [r.batch as i64, r.seq as i64];
     for name in BERT_INPUTS {
         context.set_input_shape(name, &shape).unwrap();
@@ -48,29 +48,23 @@ fn run_logits(context: &mut ExecutionContext, stream: &Stream, r: &Reference, fp
     let mut ids = DeviceBuffer::from_slice(&r.ids, stream).unwrap();
     let mut mask = DeviceBuffer::from_slice(&r.mask, stream).unwrap();
     let mut types = DeviceBuffer::from_slice(&r.types, stream).unwrap();
-    let hidden_len = r.batch * r.seq * 384;
+    let mut logits = DeviceBuffer::<T>::zeros(r.batch * 2, stream).unwrap();
+    let mut hidden = DeviceBuffer::<T>::zeros(r.batch * r.seq * 384, stream).unwrap();
+    let b = Bindings::new(stream)
+        .bind("input_ids", &mut ids).unwrap()
+        .bind("attention_mask", &mut mask).unwrap()
+        .bind("token_type_ids", &mut types).unwrap()
+        .bind("logits", &mut logits).unwrap()
+        .bind("last_hidden_state", &mut hidden).unwrap();
+    context.enqueue(b).unwrap().wait().unwrap();
+    logits.to_vec(stream).unwrap().into_iter().map(to_f32).collect()
+}
+
+fn run_logits(context: &mut ExecutionContext, stream: &Stream, r: &Reference, fp16: bool) -> Vec<f32> {
     if fp16 {
-        let mut logits = DeviceBuffer::<f16>::zeros(r.batch * 2, stream).unwrap();
-        let mut hidden = DeviceBuffer::<f16>::zeros(hidden_len, stream).unwrap();
-        let b = Bindings::new(stream)
-            .bind("input_ids", &mut ids).unwrap()
-            .bind("attention_mask", &mut mask).unwrap()
-            .bind("token_type_ids", &mut types).unwrap()
-            .bind("logits", &mut logits).unwrap()
-            .bind("last_hidden_state", &mut hidden).unwrap();
-        context.enqueue(b).unwrap().wait().unwrap();
-        logits.to_vec(stream).unwrap().iter().map(|x| x.to_f32()).collect()
+        run_typed::<f16>(context, stream, r, f16::to_f32)
     } else {
-        let mut logits = DeviceBuffer::<f32>::zeros(r.batch * 2, stream).unwrap();
-        let mut hidden = DeviceBuffer::<f32>::zeros(hidden_len, stream).unwrap();
-        let b = Bindings::new(stream)
-            .bind("input_ids", &mut ids).unwrap()
-            .bind("attention_mask", &mut mask).unwrap()
-            .bind("token_type_ids", &mut types).unwrap()
-            .bind("logits", &mut logits).unwrap()
-            .bind("last_hidden_state", &mut hidden).unwrap();
-        context.enqueue(b).unwrap().wait().unwrap();
-        logits.to_vec(stream).unwrap()
+        run_typed::<f32>(context, stream, r, |x| x)
     }
 }
 
@@ -83,33 +77,30 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
 
-#[test]
-#[ignore = "needs a GPU that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x; CI has none, the H200 is 9.0)"]
-fn fp32_engine_matches_onnxruntime() {
+/// Logits of the FP32 or FP16 engine against onnxruntime's FP32 reference.
+fn check_against_reference(fp16: bool, tolerance: f32) {
     let r = reference();
     let device = Device::new(0).unwrap();
     let stream = Stream::new(&device).unwrap();
-    let engine = engine(false);
+    let engine = engine(fp16);
     let mut context = ExecutionContext::new(&engine).unwrap();
-    let got = run_logits(&mut context, &stream, &r, false);
+    let got = run_logits(&mut context, &stream, &r, fp16);
     let diff = max_abs_diff(&got, &expected_logits(&r, "fp32"));
-    println!("fp32 logits max abs diff vs onnxruntime: {diff}");
-    assert!(diff < 1e-3, "{diff}");
+    println!("{} logits max abs diff vs onnxruntime fp32: {diff}", if fp16 { "fp16" } else { "fp32" });
+    assert!(diff < tolerance, "{diff}");
+}
+
+#[test]
+#[ignore = "needs a GPU that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x; CI has none, the H200 is 9.0)"]
+fn fp32_engine_matches_onnxruntime() {
+    check_against_reference(false, 1e-3);
 }
 
 #[test]
 #[ignore = "needs a GPU that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x; CI has none, the H200 is 9.0)"]
 fn fp16_engine_matches_onnxruntime_within_fp16_tolerance() {
-    let r = reference();
-    let device = Device::new(0).unwrap();
-    let stream = Stream::new(&device).unwrap();
-    let engine = engine(true);
-    let mut context = ExecutionContext::new(&engine).unwrap();
-    let got = run_logits(&mut context, &stream, &r, true);
-    let diff = max_abs_diff(&got, &expected_logits(&r, "fp32"));
-    println!("fp16 logits max abs diff vs onnxruntime fp32: {diff}");
     // The model script measured 1.2e-3 (onnxruntime) and 1.7e-3 (full FP16 emulation).
-    assert!(diff < 1e-2, "{diff}");
+    check_against_reference(true, 1e-2);
 }
 
 #[test]

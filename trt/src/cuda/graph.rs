@@ -178,13 +178,9 @@ impl GraphCapture<'_> {
         src: &PinnedBuffer<T>,
         dst: &DeviceBuffer<T>,
     ) -> Result<()> {
-        fits(src.len(), dst.len(), "copy_pinned_to_device")?;
-        self.uses(src)?;
-        self.uses(dst)?;
-        if src.is_empty() {
+        if !self.prepare_copy(src, dst, src.len(), dst.len(), "copy_pinned_to_device")? {
             return Ok(());
         }
-        self.device.bind()?;
         // SAFETY: capture records the copy without running it; addresses and
         // sizes are those of live allocations, and every launch requires both
         // buffers to be passed (alive, exclusively borrowed, ordered).
@@ -199,19 +195,35 @@ impl GraphCapture<'_> {
         r.result().map_err(cuda_err("cuMemcpyHtoDAsync (captured)"))
     }
 
+    /// What every captured copy does first: check sizes, register both
+    /// buffers, bind the context. `false` when there is nothing to copy.
+    fn prepare_copy(
+        &mut self,
+        src: &dyn GraphResource,
+        dst: &dyn GraphResource,
+        src_len: usize,
+        dst_len: usize,
+        op: &str,
+    ) -> Result<bool> {
+        fits(src_len, dst_len, op)?;
+        self.uses(src)?;
+        self.uses(dst)?;
+        if src_len == 0 {
+            return Ok(false);
+        }
+        self.device.bind()?;
+        Ok(true)
+    }
+
     /// Captures a copy of all of `src` into the start of `dst`.
     pub fn copy_device_to_pinned<T: Element>(
         &mut self,
         src: &DeviceBuffer<T>,
         dst: &PinnedBuffer<T>,
     ) -> Result<()> {
-        fits(src.len(), dst.len(), "copy_device_to_pinned")?;
-        self.uses(src)?;
-        self.uses(dst)?;
-        if src.is_empty() {
+        if !self.prepare_copy(src, dst, src.len(), dst.len(), "copy_device_to_pinned")? {
             return Ok(());
         }
-        self.device.bind()?;
         // SAFETY: as in `copy_pinned_to_device`; the host memory is written only
         // when the graph is launched, which borrows `dst` mutably and records
         // the launch in its event, which host views wait for.
@@ -232,13 +244,9 @@ impl GraphCapture<'_> {
         src: &DeviceBuffer<T>,
         dst: &DeviceBuffer<T>,
     ) -> Result<()> {
-        fits(src.len(), dst.len(), "copy_device_to_device")?;
-        self.uses(src)?;
-        self.uses(dst)?;
-        if src.is_empty() {
+        if !self.prepare_copy(src, dst, src.len(), dst.len(), "copy_device_to_device")? {
             return Ok(());
         }
-        self.device.bind()?;
         // SAFETY: as in `copy_pinned_to_device`.
         let r = unsafe {
             result::memcpy_dtod_async(
