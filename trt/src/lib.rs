@@ -10,7 +10,7 @@
 //!
 //! Which TensorRT: the headers found when `trt-sys` was built decide (TensorRT
 //! 10.x, 11.x or TensorRT-RTX 1.x); the API offers only what that version has
-//! (e.g. [`BuilderConfig::allow_precision`] exists only on 10.x).
+//! (e.g. `BuilderConfig::allow_precision` exists only on 10.x).
 //!
 //! ```no_run
 //! # fn main() -> trt::Result<()> {

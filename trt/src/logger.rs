@@ -3,7 +3,7 @@
 //!
 //! TensorRT keeps one logger per process, so this is process-wide: the shim owns
 //! one C++ `ILogger` and one `IErrorRecorder`, both forwarding here. Every call
-//! into TensorRT that can fail runs inside [`capture`], which collects, on the
+//! into TensorRT that can fail runs inside a capture, which collects, on the
 //! calling thread, the errors TensorRT reported during that call. Messages from
 //! TensorRT's own worker threads still reach the logger but cannot be tied to a
 //! call.
