@@ -323,3 +323,37 @@ fn weakly_typed_fp16_and_int8_flags_build() {
     assert!(config.settings().flags.contains("Int8"));
     let _ = builder.build(&network, &config);
 }
+
+fn small_config<'b>(builder: &'b Builder) -> trt::BuilderConfig<'b> {
+    let mut config = builder.config().unwrap();
+    config.add_profile(ProfileSpec::new().with("x", ShapeRange::new(&[1, 64], &[4, 64], &[8, 64]))).unwrap();
+    config
+}
+
+#[test]
+fn version_and_hardware_compatible_plans() {
+    let builder = Builder::new().unwrap();
+    let network = OnnxParser::parse_file(&builder, generated("models/test/external_weights.onnx")).unwrap();
+
+    let mut config = small_config(&builder);
+    config.set_hardware_compatibility(trt::HardwareCompatibility::AmperePlus).unwrap();
+    builder.build(&network, &config).expect("Ampere+ hardware-compatible plan");
+
+    // Version compatible without the lean runtime embedded.
+    let mut config = small_config(&builder);
+    config.set_version_compatible(true, true).unwrap();
+    let plan = builder.build(&network, &config).expect("version-compatible plan without the lean runtime");
+    println!("version compatible, lean runtime excluded: {} bytes", plan.len());
+    assert!(config.settings().flags.contains("VersionCompatible"));
+
+    // Embedding the lean runtime needs that library at build time: a typed error naming it when absent.
+    let mut config = small_config(&builder);
+    config.set_version_compatible(true, false).unwrap();
+    match builder.build(&network, &config) {
+        Ok(p) => println!("version compatible with lean runtime: {} bytes", p.len()),
+        Err(e) => {
+            println!("{e}");
+            assert!(e.to_string().contains("lean"), "{e}");
+        }
+    }
+}
