@@ -298,7 +298,8 @@ fn builder_settings_are_recorded_and_invalid_levels_rejected() {
 #[test]
 fn weakly_typed_fp16_and_int8_flags_build() {
     struct NoData;
-    impl trt::Int8Calibrator for NoData {
+    // SAFETY: returns no address: calibration ends at the first batch.
+    unsafe impl trt::Int8Calibrator for NoData {
         fn batch_size(&self) -> i32 {
             1
         }
@@ -316,12 +317,17 @@ fn weakly_typed_fp16_and_int8_flags_build() {
     let builder = Builder::new().unwrap();
     let network = builder.network(false).unwrap();
     encoder_layer(&network).unwrap();
+    assert!(!network.is_strongly_typed());
     let mut config = builder.config().unwrap();
     config.add_profile(encoder_profile()).unwrap();
     config.allow_precision(trt::AllowedPrecision::Fp16).unwrap();
+    let fp16 = builder.build(&network, &config).expect("weakly typed FP16 build");
+    assert!(!fp16.is_empty());
+    // A calibrator with no data: INT8 calibration cannot succeed, and the failure is typed.
     config.set_int8_calibrator(Box::new(NoData)).unwrap();
     assert!(config.settings().flags.contains("Int8"));
-    let _ = builder.build(&network, &config);
+    let err = builder.build(&network, &config).unwrap_err();
+    assert!(matches!(err, Error::TensorRt { .. }), "{err}");
 }
 
 fn small_config<'b>(builder: &'b Builder) -> trt::BuilderConfig<'b> {

@@ -204,7 +204,7 @@ fn shared_memory_contexts_graph_replay_and_inspector() {
         .unwrap();
     for _ in 0..2 {
         logits.fill_zeros(&s1).unwrap();
-        graph.launch(&s1, &mut [&mut ids, &mut mask, &mut types, &mut logits, &mut hidden]).unwrap();
+        c.launch_graph(&mut graph, &s1, &mut [&mut ids, &mut mask, &mut types, &mut logits, &mut hidden]).unwrap();
         assert!(max_abs_diff(&logits.to_vec(&s1).unwrap(), &expected) < 1e-3);
     }
 }

@@ -59,19 +59,35 @@ fn plan_of_another_flavor_is_a_typed_error() {
     expect_trt_error(&plan, "foreign header");
 }
 
+/// Can the loaded TensorRT execute engines on this GPU? TensorRT-RTX supports
+/// compute capability 8.0, 8.6, 8.9 and 12.0 or newer.
+fn tensorrt_supports(major: u32, minor: u32) -> bool {
+    match trt::header_version().flavor {
+        trt::Flavor::TensorRtRtx => matches!((major, minor), (8, 0) | (8, 6) | (8, 9)) || major >= 12,
+        trt::Flavor::TensorRt => major >= 7,
+    }
+}
+
 #[test]
-fn valid_plan_deserializes_or_the_gpu_refusal_is_a_typed_error() {
+fn valid_plan_deserializes_exactly_where_the_gpu_is_supported() {
     let plan = small_plan();
     let runtime = Runtime::new().unwrap();
-    match runtime.deserialize(&plan) {
-        Ok(engine) => {
-            println!("deserialized: {engine:?}");
+    let gpu = trt::cuda::Device::new(0).ok().map(|d| d.compute_capability().unwrap());
+    let result = runtime.deserialize(&plan);
+    match (gpu, result) {
+        (Some((major, minor)), Ok(engine)) if tensorrt_supports(major, minor) => {
+            println!("deserialized on compute capability {major}.{minor}: {engine:?}");
             assert_eq!(engine.io_tensors().len(), 2);
         }
-        Err(e) => {
-            println!("valid plan refused here: {e}");
+        (Some((major, minor)), Err(e)) if !tensorrt_supports(major, minor) => {
+            println!("refused on compute capability {major}.{minor}: {e}");
+            assert!(e.to_string().contains("compute capabilit"), "{e}");
+        }
+        (None, Err(e)) => {
+            println!("refused without a GPU: {e}");
             assert!(matches!(&e, Error::TensorRt { messages, .. } if !messages.is_empty()), "{e}");
         }
+        (gpu, r) => panic!("unexpected outcome on GPU {gpu:?}: {:?}", r.map(|_| "an engine")),
     }
 }
 

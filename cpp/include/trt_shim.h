@@ -33,7 +33,6 @@ using nvonnxparser::IParser;
 struct OnnxParserError;
 struct TensorDesc;
 enum class ShimBuilderFlag : uint8_t;
-enum class ShimPrecision : uint8_t;
 struct ProgressSink;
 struct OutputSink;
 struct CalibratorSink;

@@ -22,7 +22,8 @@ class ShimLogger final : public ILogger {
 public:
   void log(Severity severity, char const *msg) noexcept override {
     auto level = static_cast<int32_t>(severity);
-    if (level > g_threshold.load(std::memory_order_relaxed)) {
+    // Errors always pass: the Rust side attaches them to the failing call.
+    if (level > static_cast<int32_t>(Severity::kERROR) && level > g_threshold.load(std::memory_order_relaxed)) {
       return;
     }
     try {

@@ -97,7 +97,12 @@ impl ProgressSink {
 
 /// Allocates device memory for outputs whose size is known only during execution
 /// (`IOutputAllocator`).
-pub trait OutputCallbacks: Send {
+///
+/// # Safety
+/// TensorRT writes the output to the address `reallocate` returns: it must be
+/// device memory of at least `size` bytes, aligned to `alignment`, that stays
+/// allocated (and unused by anything else) until the enqueue's work completes.
+pub unsafe trait OutputCallbacks: Send {
     /// Return a device address of at least `size` bytes aligned to `alignment` for
     /// output `name`, or 0 when allocation failed.
     fn reallocate(&mut self, name: &str, size: u64, alignment: u64) -> usize;
@@ -127,7 +132,12 @@ impl OutputSink {
 }
 
 /// Feeds INT8 calibration batches (TensorRT 10.x implicit quantization).
-pub trait CalibratorCallbacks: Send {
+///
+/// # Safety
+/// TensorRT reads each input from the address `input_address` returns: it must
+/// be device memory holding a whole batch of that input, valid until the next
+/// `next_batch` call.
+pub unsafe trait CalibratorCallbacks: Send {
     /// Samples per batch.
     fn batch_size(&self) -> i32;
     /// Prepare the next batch in device memory; `false` when the data is exhausted.
@@ -166,7 +176,10 @@ impl CalibratorSink {
     }
 
     pub(crate) fn batch_size(&self) -> i32 {
-        catch_unwind(AssertUnwindSafe(|| self.inner.batch_size())).unwrap_or(0)
+        catch_unwind(AssertUnwindSafe(|| self.inner.batch_size())).unwrap_or_else(|payload| {
+            *self.panic.lock().unwrap_or_else(|e| e.into_inner()) = Some(panic_message(payload.as_ref()));
+            0
+        })
     }
 
     pub(crate) fn next_batch(&mut self) -> bool {

@@ -88,7 +88,7 @@ impl Builder {
     /// A new build configuration with TensorRT's defaults.
     pub fn config(&self) -> Result<BuilderConfig<'_>> {
         let raw = call_owned("createBuilderConfig", || ffi::builder_create_config(self.pin()))?;
-        Ok(BuilderConfig::new(raw).with_builder(self))
+        Ok(BuilderConfig::new(raw, self))
     }
 
     /// A new optimization profile (owned by the builder; add it to a config).
@@ -104,10 +104,11 @@ impl Builder {
         let result = call_owned("buildSerializedNetwork", || {
             ffi::builder_build_serialized(self.pin(), network.pin(), config.pin())
         });
+        let cancelled = config.take_cancellation();
         if let Some(panic) = config.take_callback_panic() {
             return Err(Error::CallbackPanicked(panic));
         }
-        if result.is_err() && config.was_cancelled() {
+        if result.is_err() && cancelled {
             return Err(Error::Cancelled);
         }
         Ok(SerializedEngine::from_host_memory(result?))

@@ -112,7 +112,7 @@ pub struct BuildSettings {
 /// How an engine is built. Borrows its [`Builder`].
 pub struct BuilderConfig<'b> {
     raw: cxx::UniquePtr<ffi::IBuilderConfig>,
-    builder: Option<&'b Builder>,
+    builder: &'b Builder,
     settings: BuildSettings,
     timing_cache: Option<TimingCache>,
     monitor: Option<cxx::UniquePtr<ffi::ProgressMonitor>>,
@@ -130,10 +130,10 @@ impl std::fmt::Debug for BuilderConfig<'_> {
 }
 
 impl<'b> BuilderConfig<'b> {
-    pub(crate) fn new(raw: cxx::UniquePtr<ffi::IBuilderConfig>) -> Self {
+    pub(crate) fn new(raw: cxx::UniquePtr<ffi::IBuilderConfig>, builder: &'b Builder) -> Self {
         BuilderConfig {
             raw,
-            builder: None,
+            builder,
             settings: BuildSettings::default(),
             timing_cache: None,
             monitor: None,
@@ -141,11 +141,6 @@ impl<'b> BuilderConfig<'b> {
             cancel: CancelToken::default(),
             panic: Arc::new(Mutex::new(None)),
         }
-    }
-
-    pub(crate) fn with_builder(mut self, builder: &'b Builder) -> Self {
-        self.builder = Some(builder);
-        self
     }
 
     // `&self`: see `Builder::pin` for why this is sound.
@@ -189,22 +184,11 @@ impl<'b> BuilderConfig<'b> {
     /// Add an optimization profile. Checked against the network at build time
     /// (every dynamic input covered, ranks match, min <= opt <= max).
     pub fn add_profile(&mut self, spec: ProfileSpec) -> Result<&mut Self> {
-        let builder = self.builder.ok_or_else(|| Error::InvalidArgument("config has no builder".into()))?;
-        // Shape sanity first: TensorRT's own checks only log.
+        // Order first (the network is checked at build time): TensorRT's own checks only log.
         for (name, r) in &spec.ranges {
-            for i in 0..r.min.len().max(r.opt.len()).max(r.max.len()) {
-                let (a, b, c) = (r.min.get(i), r.opt.get(i), r.max.get(i));
-                if let (Some(a), Some(b), Some(c)) = (a, b, c) {
-                    if !(a <= b && b <= c) {
-                        return Err(Error::InvalidProfile {
-                            tensor: name.clone(),
-                            reason: format!("dimension {i}: need min <= opt <= max, got {a}, {b}, {c}"),
-                        });
-                    }
-                }
-            }
+            r.check_order().map_err(|reason| Error::InvalidProfile { tensor: name.clone(), reason })?;
         }
-        let mut profile = builder.profile()?;
+        let mut profile = self.builder.profile()?;
         for (name, range) in &spec.ranges {
             profile.set(name, range).map_err(|e| Error::InvalidProfile { tensor: name.clone(), reason: e.to_string() })?;
         }
@@ -384,8 +368,10 @@ impl<'b> BuilderConfig<'b> {
         self.panic.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
-    pub(crate) fn was_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
+    /// Whether the last build was cancelled; resets the token so the config
+    /// can build again.
+    pub(crate) fn take_cancellation(&self) -> bool {
+        self.cancel.0.swap(false, Ordering::AcqRel)
     }
 }
 

@@ -2,8 +2,13 @@
 //!
 //! A context is used by one thread at a time (TensorRT: "an execution context
 //! must not be used concurrently"): `enqueue` takes `&mut self`; contexts are
-//! `Send`, not `Sync`. Buffers bound for an enqueue stay borrowed (through the
-//! returned [`Enqueued`]) until the stream work has completed.
+//! `Send`, not `Sync`. Its GPU work is ordered too: every enqueue (or graph
+//! launch) records an event, the next one on any stream waits for it, and
+//! dropping the context waits for it, so a context's working memory is never
+//! used by two launches at once or freed under one. Buffers bound for an
+//! enqueue record their own use right after it (so even a forgotten
+//! [`Enqueued`] cannot let them be freed early) and stay borrowed until the
+//! [`Enqueued`] is waited for or dropped.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -13,7 +18,7 @@ use trt_sys::callbacks::{OutputCallbacks, OutputSink};
 use trt_sys::ffi;
 
 use crate::call::{call, call_bool, call_owned};
-use crate::cuda::{CudaGraph, Device, DeviceBuffer, DevicePtrGuard, Element, GraphResource, Stream};
+use crate::cuda::{CudaGraph, Device, DeviceBuffer, DevicePtrGuard, Element, Event, GraphResource, Stream};
 use crate::engine::{Engine, IoMode};
 use crate::{DataType, Error, Result};
 
@@ -50,8 +55,16 @@ impl SharedDeviceMemory {
     }
 }
 
+mod sealed {
+    pub trait Sealed {}
+}
+
+impl<T: Element> sealed::Sealed for DeviceBuffer<T> {}
+
 /// A device buffer that can be bound to an engine tensor in a captured graph.
-pub trait IoBuffer {
+/// Sealed: the graph trusts its address and size, so only this crate's
+/// buffers implement it.
+pub trait IoBuffer: sealed::Sealed {
     /// Element type.
     fn io_dtype(&self) -> DataType;
     /// Size in bytes.
@@ -96,6 +109,9 @@ pub struct ExecutionContext {
     shared_memory: Option<SharedDeviceMemory>,
     // Kept alive while TensorRT may call them; dropped after the context (field order).
     allocators: HashMap<String, cxx::UniquePtr<ffi::OutputAllocator>>,
+    // Recorded after each enqueue or graph launch: orders the next one and the drop.
+    last_work: Option<Event>,
+    id: u64,
 }
 
 // SAFETY: a context may move between threads; `&mut self` on every mutating
@@ -140,26 +156,48 @@ impl<'a> Bindings<'a> {
 /// waited for (or dropped, which waits too).
 #[must_use = "dropping waits for the stream; call wait() to see errors"]
 pub struct Enqueued<'a> {
-    bindings: Option<Bindings<'a>>,
+    stream: Option<&'a Stream>,
+    _buffers: std::marker::PhantomData<&'a mut ()>,
 }
 
 impl Enqueued<'_> {
     /// Block until the enqueued work has finished.
     pub fn wait(mut self) -> Result<()> {
-        let b = self.bindings.take().expect("bindings present until waited");
-        b.stream.synchronize()
+        self.stream.take().expect("stream present until waited").synchronize()
     }
 }
 
 impl Drop for Enqueued<'_> {
     fn drop(&mut self) {
-        if let Some(b) = self.bindings.take() {
+        if let Some(stream) = self.stream.take() {
             // Errors cannot be returned from drop; they surface on the stream's next use.
-            if let Err(e) = b.stream.synchronize() {
+            if let Err(e) = stream.synchronize() {
                 log::error!(target: "trt", "stream synchronize after enqueue failed: {e}");
             }
         }
     }
+}
+
+/// One enqueue of a context captured as a CUDA graph. The graph uses the
+/// context's working memory, so it can only be launched through that context
+/// ([`ExecutionContext::launch_graph`]): launches are ordered like enqueues,
+/// and once the context is gone the graph can no longer run.
+pub struct ContextGraph {
+    graph: CudaGraph,
+    context_id: u64,
+}
+
+impl std::fmt::Debug for ContextGraph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ContextGraph").field("resources", &self.graph.resources()).finish()
+    }
+}
+
+/// Identities of execution contexts, so a graph is only launched by its own.
+static NEXT_CONTEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_context_id() -> u64 {
+    NEXT_CONTEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 fn fmt_range(r: &crate::ShapeRange) -> String {
@@ -172,7 +210,15 @@ impl ExecutionContext {
     /// A context that allocates its own device memory, on profile 0.
     pub fn new(engine: &Engine) -> Result<Self> {
         let raw = engine.create_context_raw(ffi::ExecutionContextAllocationStrategy::kSTATIC)?;
-        Ok(ExecutionContext { raw, engine: engine.clone(), profile: 0, shared_memory: None, allocators: HashMap::new() })
+        Ok(ExecutionContext {
+            raw,
+            engine: engine.clone(),
+            profile: 0,
+            shared_memory: None,
+            allocators: HashMap::new(),
+            last_work: None,
+            id: next_context_id(),
+        })
     }
 
     /// A context whose activation memory is `memory`, shared with other contexts
@@ -192,6 +238,8 @@ impl ExecutionContext {
             profile: 0,
             shared_memory: Some(memory.clone()),
             allocators: HashMap::new(),
+            last_work: None,
+            id: next_context_id(),
         })
     }
 
@@ -209,7 +257,6 @@ impl ExecutionContext {
         Ok(())
     }
 
-    /// The engine.
     pub(crate) fn raw_ptr(&self) -> *mut ffi::IExecutionContext {
         self.raw.as_mut_ptr()
     }
@@ -250,9 +297,7 @@ impl ExecutionContext {
             return Err(Error::InvalidArgument(format!("'{name}' is an output, not an input")));
         }
         if let Some(range) = t.profiles.get(self.profile) {
-            let fits = shape.len() == range.min.len()
-                && shape.iter().zip(range.min.iter().zip(&range.max)).all(|(d, (lo, hi))| lo <= d && d <= hi);
-            if !fits {
+            if !range.contains(shape) {
                 return Err(Error::ShapeMismatch {
                     tensor: name.to_owned(),
                     expected: format!("{} (profile {})", fmt_range(range), self.profile),
@@ -297,8 +342,18 @@ impl ExecutionContext {
             if b.dtype != t.dtype {
                 return Err(Error::DTypeMismatch { tensor: t.name.clone(), expected: t.dtype, got: b.dtype });
             }
+            // Sizes below assume linear device tensors; vectorized formats pad
+            // and host tensors (shape I/O) need host memory.
+            if !t.linear || t.on_host {
+                return Err(Error::InvalidArgument(format!(
+                    "tensor '{}' is {} ({}); only linear device tensors can be bound",
+                    t.name,
+                    t.format,
+                    if t.on_host { "on the host" } else { "vectorized" }
+                )));
+            }
             let shape = self.tensor_shape(&t.name)?;
-            if shape.iter().any(|&d| d < 0) {
+            if crate::profile::is_dynamic(&shape) {
                 return Err(Error::InvalidArgument(format!(
                     "output '{}' has a data-dependent shape {shape:?}; give it an output allocator",
                     t.name
@@ -326,6 +381,28 @@ impl ExecutionContext {
     /// enqueueV3 on `stream`, after pointing a shared-memory context at its
     /// memory (ordered after the memory's previous user).
     fn enqueue_raw(&mut self, stream: &Stream) -> Result<()> {
+        self.order_after_last_work(stream)?;
+        self.enqueue_unordered(stream)?;
+        self.record_work(stream)
+    }
+
+    /// Make `stream` wait for this context's previous GPU work.
+    fn order_after_last_work(&self, stream: &Stream) -> Result<()> {
+        match &self.last_work {
+            Some(event) => stream.wait(event),
+            None => Ok(()),
+        }
+    }
+
+    /// Remember `stream`'s current position as this context's latest work.
+    fn record_work(&mut self, stream: &Stream) -> Result<()> {
+        if self.last_work.is_none() {
+            self.last_work = Some(Event::without_timing(stream.device())?);
+        }
+        self.last_work.as_ref().expect("just set").record(stream)
+    }
+
+    fn enqueue_unordered(&mut self, stream: &Stream) -> Result<()> {
         let raw_stream = stream.as_raw() as usize;
         let Some(memory) = self.shared_memory.clone() else {
             // SAFETY: every I/O address is set and valid.
@@ -350,7 +427,12 @@ impl ExecutionContext {
         let entries: Vec<&Entry> = bindings.entries.iter().map(|b| &b.entry).collect();
         self.set_addresses(&entries)?;
         self.enqueue_raw(bindings.stream)?;
-        Ok(Enqueued { bindings: Some(bindings) })
+        // Dropping the guards now records each buffer's use after the enqueue,
+        // so the buffers cannot be freed before the work, whatever happens to
+        // the returned value.
+        let Bindings { stream, entries } = bindings;
+        drop(entries);
+        Ok(Enqueued { stream: Some(stream), _buffers: std::marker::PhantomData })
     }
 
     /// Capture one enqueue, for the current shapes and these buffers, into a
@@ -358,7 +440,7 @@ impl ExecutionContext {
     /// buffers). One ordinary enqueue runs first, as TensorRT requires before
     /// capture. Errors here (e.g. an engine whose kernels cannot be captured)
     /// are returned, so callers can fall back to [`enqueue`](Self::enqueue).
-    pub fn capture_graph(&mut self, device: &Device, io: &[(&str, &dyn IoBuffer)]) -> Result<CudaGraph> {
+    pub fn capture_graph(&mut self, device: &Device, io: &[(&str, &dyn IoBuffer)]) -> Result<ContextGraph> {
         if self.shared_memory.is_some() {
             return Err(Error::InvalidArgument("graph capture of a shared-memory context is not supported".into()));
         }
@@ -372,7 +454,7 @@ impl ExecutionContext {
         let warm = Stream::new(device)?;
         self.enqueue_raw(&warm)?;
         warm.synchronize()?;
-        CudaGraph::capture(device, |g| {
+        let graph = CudaGraph::capture(device, |g| {
             for (_, b) in io {
                 g.uses(b.as_resource())?;
             }
@@ -380,6 +462,29 @@ impl ExecutionContext {
             let raw = unsafe { g.raw_stream() } as usize;
             // SAFETY: addresses set above; the graph tracks every buffer it uses.
             call_bool("enqueueV3 (capture)", || unsafe { ffi::context_enqueue(self.pin(), raw) })
-        })
+        })?;
+        Ok(ContextGraph { graph, context_id: self.id })
+    }
+
+    /// Replay a graph this context captured, on `stream`, passing every buffer
+    /// the capture used (see [`CudaGraph::launch`]). Ordered like an enqueue.
+    pub fn launch_graph(&mut self, graph: &mut ContextGraph, stream: &Stream, resources: &mut [&mut dyn GraphResource]) -> Result<()> {
+        if graph.context_id != self.id {
+            return Err(Error::InvalidArgument("the graph was captured by another execution context".into()));
+        }
+        self.order_after_last_work(stream)?;
+        graph.graph.launch(stream, resources)?;
+        self.record_work(stream)
+    }
+}
+
+impl Drop for ExecutionContext {
+    fn drop(&mut self) {
+        // TensorRT must not destroy a context while its work runs.
+        if let Some(event) = &self.last_work {
+            if let Err(e) = event.synchronize() {
+                log::error!(target: "trt", "waiting for an execution context's work failed: {e}");
+            }
+        }
     }
 }

@@ -73,7 +73,6 @@ impl Runtime {
         Ok(Runtime { inner: Arc::new(RuntimeInner { raw: Mutex::new(raw), library }) })
     }
 
-    /// The library this runtime came from.
     pub(crate) fn raw_ptr(&self) -> *mut ffi::IRuntime {
         self.inner.raw.lock().unwrap_or_else(|e| e.into_inner()).as_ptr()
     }
@@ -153,7 +152,7 @@ pub struct IoTensor {
 impl IoTensor {
     /// Does the shape have a dynamic dimension?
     pub fn is_dynamic(&self) -> bool {
-        self.shape.iter().any(|&d| d < 0)
+        crate::profile::is_dynamic(&self.shape)
     }
 }
 
@@ -231,7 +230,6 @@ impl Engine {
         })
     }
 
-    /// All I/O tensors, in engine order.
     pub(crate) fn raw_ptr(&self) -> *mut ffi::ICudaEngine {
         self.inner.raw.as_mut_ptr()
     }

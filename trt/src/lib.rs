@@ -54,7 +54,7 @@ pub use builder::Builder;
 #[cfg(trt_weakly_typed)]
 pub use config::AllowedPrecision;
 pub use config::{BuildSettings, BuilderConfig, CancelToken, HardwareCompatibility};
-pub use context::{Bindings, Enqueued, ExecutionContext, IoBuffer, SharedDeviceMemory, IO_ALIGNMENT};
+pub use context::{Bindings, ContextGraph, Enqueued, ExecutionContext, IoBuffer, SharedDeviceMemory, IO_ALIGNMENT};
 pub use trt_sys::callbacks::OutputCallbacks;
 pub use dtype::DataType;
 pub use engine_cache::{CacheOutcome, EngineCache};

@@ -232,7 +232,9 @@ impl Library {
         let encoded = unsafe { std::mem::transmute::<usize, extern "C" fn() -> i32>(get_version)() };
         let expected = header_version();
         let version = Version::from_encoded(expected.flavor, encoded);
-        if version.major != expected.major {
+        // Same major, and a library at least as new as the headers: the shim
+        // calls methods the headers declare, which an older library may lack.
+        if version.major != expected.major || version.minor < expected.minor {
             return Err(Error::LibraryVersionMismatch { path, found: version, expected });
         }
         let builder_factory = match kind {

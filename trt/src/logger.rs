@@ -73,7 +73,9 @@ pub fn set_logger(logger: Box<dyn Logger>) {
 }
 
 /// Drop messages less severe than `threshold` inside the shim, before they cost
-/// a string conversion. The default is [`Severity::Info`].
+/// a string conversion. The default is [`Severity::Info`]. Errors always pass
+/// (they are attached to the failing call), so a threshold above `Error` only
+/// keeps them away from your logger by your own filtering.
 pub fn set_log_threshold(threshold: Severity) {
     trt_sys::ffi::set_log_threshold(threshold as i32);
 }

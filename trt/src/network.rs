@@ -55,6 +55,8 @@ impl<'n> Tensor<'n> {
 
     fn pin(&self) -> Pin<&'n mut ffi::ITensor> {
         // SAFETY: see Network::pin; tensors are only mutated through shim calls.
+        // The same tensor may be passed twice (e.g. `x * x`): the handle is an
+        // opaque zero-sized type, so the two references cover no Rust bytes.
         unsafe { Pin::new_unchecked(&mut *self.raw.as_ptr()) }
     }
 
@@ -101,7 +103,7 @@ pub struct TensorInfo {
 impl TensorInfo {
     /// Does any dimension depend on the input (-1)?
     pub fn is_dynamic(&self) -> bool {
-        self.dims.iter().any(|&d| d < 0)
+        crate::profile::is_dynamic(&self.dims)
     }
 }
 
@@ -295,15 +297,15 @@ struct NetworkState {
     precision: Precision,
 }
 
-/// A network definition. `Send`, not `Sync` (TensorRT networks are not thread-safe).
+/// A network definition. Neither `Send` nor `Sync`: it is used on the thread of
+/// its builder (TensorRT: a builder and the objects it creates are used by one
+/// thread at a time).
 pub struct Network<'b> {
     raw: cxx::UniquePtr<ffi::INetworkDefinition>,
     state: Box<NetworkState>,
     _builder: PhantomData<&'b crate::Builder>,
 }
 
-// SAFETY: a network has no thread affinity; `!Sync` keeps use to one thread at a time.
-unsafe impl Send for Network<'_> {}
 
 impl std::fmt::Debug for Network<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -62,14 +62,22 @@ impl OnnxParser {
     /// TensorRT-RTX every network is strongly typed and `strongly_typed` is ignored.
     pub fn parse_file_with<'b>(builder: &'b Builder, path: impl AsRef<Path>, strongly_typed: bool) -> Result<ParsedNetwork<'b>> {
         let path = path.as_ref();
+        let base = path.to_str().ok_or_else(|| {
+            Error::InvalidArgument(format!("{}: TensorRT's parser needs a UTF-8 path (for external weights)", path.display()))
+        })?;
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        Self::parse_impl(builder, &bytes, &path.display().to_string(), path.to_str().unwrap_or(""), strongly_typed)
+        Self::parse_impl(builder, &bytes, &path.display().to_string(), base, strongly_typed)
     }
 
     /// Parse an ONNX model from memory. `base_path`, when given, is where
     /// external weight files are looked up (the model's original file path).
     pub fn parse_bytes<'b>(builder: &'b Builder, model: &[u8], base_path: Option<&Path>) -> Result<ParsedNetwork<'b>> {
-        let base = base_path.and_then(|p| p.to_str()).unwrap_or("");
+        let base = match base_path {
+            Some(p) => p.to_str().ok_or_else(|| {
+                Error::InvalidArgument(format!("{}: TensorRT's parser needs a UTF-8 path (for external weights)", p.display()))
+            })?,
+            None => "",
+        };
         Self::parse_impl(builder, model, "<bytes>", base, true)
     }
 

@@ -55,6 +55,9 @@ impl<S> Pool<PooledContext<S>> {
         size: usize,
         mut make: impl FnMut(&mut ExecutionContext, &Stream) -> Result<S>,
     ) -> Result<Self> {
+        if size == 0 {
+            return Err(crate::Error::InvalidArgument("a context pool needs at least one context".into()));
+        }
         let mut free = Vec::with_capacity(size);
         for i in 0..size {
             let stream = Stream::new(device)?;
@@ -70,8 +73,9 @@ impl<S> Pool<PooledContext<S>> {
 }
 
 impl<T> Pool<T> {
-    /// A pool of these items.
+    /// A pool of these items (at least one: `checkout` on an empty pool would wait forever).
     pub fn from_items(items: Vec<T>) -> Self {
+        assert!(!items.is_empty(), "a pool needs at least one item");
         let size = items.len();
         Pool { free: Mutex::new(items), returned: Condvar::new(), size }
     }

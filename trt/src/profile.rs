@@ -13,6 +13,11 @@ use crate::call::{call, call_bool};
 use crate::network::TensorInfo;
 use crate::{Error, Result};
 
+/// Does a shape have a dynamic (-1) dimension?
+pub(crate) fn is_dynamic(dims: &[i64]) -> bool {
+    dims.iter().any(|&d| d < 0)
+}
+
 /// Smallest, typical and largest shape of one input.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct ShapeRange {
@@ -35,26 +40,46 @@ impl ShapeRange {
         ShapeRange::new(shape, shape, shape)
     }
 
+    /// Ranks agree and, per dimension, 0 <= min <= opt <= max (the reason otherwise).
+    pub fn check_order(&self) -> std::result::Result<(), String> {
+        let rank = self.min.len();
+        if self.opt.len() != rank || self.max.len() != rank {
+            return Err(format!(
+                "min {:?}, opt {:?} and max {:?} have different ranks",
+                self.min, self.opt, self.max
+            ));
+        }
+        for i in 0..rank {
+            let (lo, mid, hi) = (self.min[i], self.opt[i], self.max[i]);
+            if lo < 0 {
+                return Err(format!("dimension {i}: negative minimum {lo}"));
+            }
+            if !(lo <= mid && mid <= hi) {
+                return Err(format!("dimension {i}: need min <= opt <= max, got {lo}, {mid}, {hi}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Does `shape` lie within the range (same rank, min <= d <= max)?
+    pub fn contains(&self, shape: &[i64]) -> bool {
+        shape.len() == self.min.len()
+            && shape.iter().zip(self.min.iter().zip(&self.max)).all(|(d, (lo, hi))| lo <= d && d <= hi)
+    }
+
     /// Check the range against the input's declared dimensions.
     pub fn validate(&self, input: &TensorInfo) -> Result<()> {
         let bad = |reason: String| Err(Error::InvalidProfile { tensor: input.name.clone(), reason });
         let rank = input.dims.len();
-        for (what, s) in [("min", &self.min), ("opt", &self.opt), ("max", &self.max)] {
-            if s.len() != rank {
-                return bad(format!("{what} shape {s:?} has rank {}, the input has rank {rank} ({:?})", s.len(), input.dims));
-            }
-            if let Some(d) = s.iter().find(|&&d| d < 0) {
-                return bad(format!("{what} shape {s:?} has a negative dimension {d}"));
-            }
+        if self.min.len() != rank {
+            return bad(format!("min shape {:?} has rank {}, the input has rank {rank} ({:?})", self.min, self.min.len(), input.dims));
         }
-        for i in 0..rank {
-            let (lo, mid, hi) = (self.min[i], self.opt[i], self.max[i]);
-            if !(lo <= mid && mid <= hi) {
-                return bad(format!("dimension {i}: need min <= opt <= max, got {lo}, {mid}, {hi}"));
-            }
-            let declared = input.dims[i];
-            if declared >= 0 && (lo != declared || hi != declared) {
-                return bad(format!("dimension {i} is fixed at {declared} in the network, but the range is {lo}..={hi}"));
+        if let Err(reason) = self.check_order() {
+            return bad(reason);
+        }
+        for (i, &declared) in input.dims.iter().enumerate() {
+            if declared >= 0 && (self.min[i] != declared || self.max[i] != declared) {
+                return bad(format!("dimension {i} is fixed at {declared} in the network, but the range is {}..={}", self.min[i], self.max[i]));
             }
         }
         Ok(())

@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use trt::cuda::{
-    CudaGraph, Device, DeviceBuffer, Element, Event, GraphResource, PinnedBuffer, Stream,
+    Device, DeviceBuffer, Element, Event, GraphResource, PinnedBuffer, Stream,
 };
-use trt::{Bindings, DataType, ExecutionContext, IoBuffer};
+use trt::{Bindings, ContextGraph, DataType, ExecutionContext, IoBuffer};
 use trt_nlp::InputRole;
 
 use crate::error::{CliError, Result};
@@ -282,7 +282,7 @@ pub fn run(args: Args) -> Result<()> {
     stream.synchronize()?;
 
     let mut notes = Vec::new();
-    let mut graph: Option<CudaGraph> = None;
+    let mut graph: Option<ContextGraph> = None;
     if args.graphs {
         let io: Vec<(&str, &dyn IoBuffer)> = inputs
             .iter()
@@ -324,7 +324,7 @@ pub fn run(args: Args) -> Result<()> {
                     .chain(outputs.iter_mut())
                     .map(|s| s.resource())
                     .collect();
-                g.launch(&stream, &mut used)?;
+                context.launch_graph(g, &stream, &mut used)?;
                 events[2].record(&stream)?;
             }
             None => {
