@@ -37,10 +37,10 @@ fn minilm_io(dtype: DataType) -> Vec<IoTensor> {
 #[test]
 fn layout_is_discovered_from_engine_io() {
     for dtype in [DataType::Int32, DataType::Int64] {
-        let l = EngineLayout::from_io(&minilm_io(dtype), 0).unwrap();
+        let l = EngineLayout::from_io(&minilm_io(dtype)).unwrap();
         let roles: Vec<_> = l.inputs.iter().map(|i| (i.role, i.dtype)).collect();
         assert_eq!(roles, [(InputRole::InputIds, dtype), (InputRole::AttentionMask, dtype), (InputRole::TokenTypeIds, dtype)]);
-        assert_eq!((l.max_batch, l.max_seq), (32, 128));
+        assert_eq!((l.min_batch, l.max_batch, l.min_seq, l.max_seq), (1, 32, 16, 128));
         assert_eq!(l.output_of_rank(2).unwrap().name, "logits");
         assert_eq!(l.output_of_rank(3).unwrap().dtype, DataType::Half);
     }
@@ -50,40 +50,74 @@ fn layout_is_discovered_from_engine_io() {
 fn engines_with_only_some_token_inputs_are_accepted() {
     let mut io_list = minilm_io(DataType::Int32);
     io_list.remove(2); // no token_type_ids (e.g. DistilBERT)
-    let l = EngineLayout::from_io(&io_list, 0).unwrap();
+    let l = EngineLayout::from_io(&io_list).unwrap();
     assert_eq!(l.inputs.len(), 2);
 }
 
 #[test]
-fn the_smallest_profile_limit_across_inputs_wins() {
+fn the_range_every_input_and_profile_accepts_is_used() {
     let mut io_list = minilm_io(DataType::Int32);
     io_list[1].profiles = vec![ShapeRange::new(&[1, 16], &[8, 64], &[16, 64])];
-    let l = EngineLayout::from_io(&io_list, 0).unwrap();
+    let l = EngineLayout::from_io(&io_list).unwrap();
     assert_eq!((l.max_batch, l.max_seq), (16, 64));
+
+    // Two profiles (two pooled contexts may use different ones): their intersection.
+    let mut two = minilm_io(DataType::Int32);
+    for t in two.iter_mut().take(3) {
+        t.profiles.push(ShapeRange::new(&[2, 32], &[8, 64], &[64, 256]));
+    }
+    let l = EngineLayout::from_io(&two).unwrap();
+    assert_eq!((l.min_batch, l.max_batch, l.min_seq, l.max_seq), (2, 32, 32, 128));
+}
+
+#[test]
+fn rows_are_padded_to_the_profile_minimum_sequence() {
+    let tokenizer = trt::setup_dir().join("minilm/tokenizer.json");
+    let pipeline = trt_nlp::TokenizerPipeline::builder(128).min_len(16).threads(1).from_file(&tokenizer).unwrap();
+    let [ids, mask, types] = trt_nlp::InputSpec::bert(DataType::Int32).unwrap();
+    let n = pipeline.buffer_len(1);
+    let (mut a, mut b, mut c) = (vec![0i32; n], vec![0i32; n], vec![0i32; n]);
+    let mut batch = trt_nlp::EncodedBatch::new().with(ids, &mut a).unwrap().with(mask, &mut b).unwrap().with(types, &mut c).unwrap();
+    let layout = pipeline.encode_into(&["hi"], &mut batch).unwrap();
+    assert_eq!(layout.shape(), [1, 16]);
+    assert_eq!(layout.lengths, [3]);
+    assert_eq!(&b[..16], &[1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    assert!(trt_nlp::TokenizerPipeline::builder(8).min_len(9).from_file(&tokenizer).is_err());
 }
 
 #[test]
 fn unusable_engines_are_typed_errors_naming_the_tensor() {
     let mut bad_name = minilm_io(DataType::Int32);
     bad_name[0].name = "pixel_values".into();
-    let e = EngineLayout::from_io(&bad_name, 0).unwrap_err();
+    let e = EngineLayout::from_io(&bad_name).unwrap_err();
     assert!(matches!(&e, Error::InvalidConfig(m) if m.contains("pixel_values")), "{e}");
 
     let mut float_ids = minilm_io(DataType::Int32);
     float_ids[0].dtype = DataType::Float;
-    assert!(EngineLayout::from_io(&float_ids, 0).is_err());
+    assert!(EngineLayout::from_io(&float_ids).is_err());
 
     let mut int_output = minilm_io(DataType::Int32);
     int_output[3].dtype = DataType::Int32;
-    let e = EngineLayout::from_io(&int_output, 0).unwrap_err();
+    let e = EngineLayout::from_io(&int_output).unwrap_err();
     assert!(e.to_string().contains("logits"), "{e}");
 
-    let e = EngineLayout::from_io(&minilm_io(DataType::Int32), 1).unwrap_err();
-    assert!(e.to_string().contains("profile 1"), "{e}");
+    let mut no_profile = minilm_io(DataType::Int32);
+    no_profile[2].profiles.clear();
+    let e = EngineLayout::from_io(&no_profile).unwrap_err();
+    assert!(e.to_string().contains("token_type_ids") && e.to_string().contains("no optimization profile"), "{e}");
+
+    let mut empty_range = minilm_io(DataType::Int32);
+    empty_range[0].profiles = vec![ShapeRange::new(&[], &[], &[])];
+    assert!(EngineLayout::from_io(&empty_range).is_err(), "a rank-0 range must not panic");
+
+    let mut disjoint = minilm_io(DataType::Int32);
+    disjoint[0].profiles.push(ShapeRange::new(&[64, 16], &[64, 64], &[128, 128]));
+    let e = EngineLayout::from_io(&disjoint).unwrap_err();
+    assert!(e.to_string().contains("in common"), "{e}");
 
     let mut rank3 = minilm_io(DataType::Int32);
     rank3[0].shape = vec![-1, -1, 1];
-    assert!(EngineLayout::from_io(&rank3, 0).is_err());
+    assert!(EngineLayout::from_io(&rank3).is_err());
 }
 
 mod gpu {
@@ -105,7 +139,7 @@ mod gpu {
         config
             .add_profile(ProfileSpec::new().with_all(
                 &["input_ids", "attention_mask", "token_type_ids"],
-                ShapeRange::new(&[1, 1], &[8, 128], &[4, 128]),
+                ShapeRange::new(&[2, 16], &[4, 128], &[4, 128]),
             ))
             .unwrap();
         let plan = builder.build(&network, &config).unwrap();

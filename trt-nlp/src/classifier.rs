@@ -29,9 +29,11 @@ impl Default for HelperOptions {
 }
 
 impl HelperOptions {
-    /// A tokenizer pipeline for an engine whose profile allows `max_seq` tokens.
-    pub(crate) fn pipeline(&self, tokenizer: &Path, max_seq: usize) -> Result<TokenizerPipeline> {
-        let mut b = TokenizerPipeline::builder(max_seq).padding(crate::Padding::Bucket(self.bucket.max(1)));
+    /// A tokenizer pipeline for an engine whose profiles accept `min_seq..=max_seq` tokens.
+    pub(crate) fn pipeline(&self, tokenizer: &Path, min_seq: usize, max_seq: usize) -> Result<TokenizerPipeline> {
+        let mut b = TokenizerPipeline::builder(max_seq)
+            .min_len(min_seq)
+            .padding(crate::Padding::Bucket(self.bucket.max(1)));
         if let Some(t) = self.threads {
             b = b.threads(t);
         }
@@ -73,7 +75,7 @@ impl Classifier {
             let preds = self.runner.run_chunk(chunk, |_, _, outputs| {
                 let (_, view) = outputs
                     .iter()
-                    .find(|(n, _)| *n == self.logits)
+                    .find(|(n, _)| *n == self.logits.as_str())
                     .ok_or_else(|| Error::InvalidConfig(format!("output '{}' missing", self.logits)))?;
                 let probs = match view {
                     OutputView::F32(v) => softmax(v.view().into_dimensionality::<Ix2>().map_err(shape_err)?),
@@ -82,7 +84,8 @@ impl Classifier {
                 };
                 Ok(top_k(probs.view(), k, &self.labels))
             })?;
-            all.extend(preds);
+            // Rows past the chunk are padding up to the profile's minimum batch.
+            all.extend(preds.into_iter().take(chunk.len()));
         }
         Ok(all)
     }

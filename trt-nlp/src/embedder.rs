@@ -50,7 +50,7 @@ impl Embedder {
             let pooled = self.runner.run_chunk(chunk, |_, mask, outputs| {
                 let (_, view) = outputs
                     .iter()
-                    .find(|(n, _)| *n == self.hidden)
+                    .find(|(n, _)| *n == self.hidden.as_str())
                     .ok_or_else(|| Error::InvalidConfig(format!("output '{}' missing", self.hidden)))?;
                 match view {
                     OutputView::F32(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask),
@@ -58,7 +58,8 @@ impl Embedder {
                     OutputView::BF16(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask),
                 }
             })?;
-            rows.push(pooled);
+            // Rows past the chunk are padding up to the profile's minimum batch.
+            rows.push(pooled.slice_move(ndarray::s![..chunk.len(), ..]));
         }
         let views: Vec<_> = rows.iter().map(|r| r.view()).collect();
         let mut all = if views.is_empty() {

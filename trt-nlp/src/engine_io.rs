@@ -20,27 +20,33 @@ pub struct OutputSpec {
     pub rank: usize,
 }
 
-/// The token inputs and outputs of a BERT-like engine, and the profile's limits.
+/// The token inputs and outputs of a BERT-like engine, and the shapes every
+/// optimization profile accepts (the intersection of their ranges, so any
+/// execution context, whatever its profile, takes any batch the helpers make).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineLayout {
     /// Token inputs, in engine order.
     pub inputs: Vec<InputSpec>,
     /// Outputs, in engine order.
     pub outputs: Vec<OutputSpec>,
-    /// Largest batch the profile allows.
+    /// Smallest batch every profile accepts.
+    pub min_batch: usize,
+    /// Largest batch every profile accepts.
     pub max_batch: usize,
-    /// Largest sequence length the profile allows.
+    /// Smallest sequence length every profile accepts.
+    pub min_seq: usize,
+    /// Largest sequence length every profile accepts.
     pub max_seq: usize,
 }
 
 impl EngineLayout {
-    /// Discover the layout from an engine's I/O for optimization profile `profile`.
-    /// Every input must be a `[batch, seq]` token tensor named `input_ids`,
-    /// `attention_mask` or `token_type_ids`, of dtype i32 or i64.
-    pub fn from_io(io: &[IoTensor], profile: usize) -> Result<Self> {
+    /// Discover the layout from an engine's I/O. Every input must be a
+    /// `[batch, seq]` token tensor named `input_ids`, `attention_mask` or
+    /// `token_type_ids`, of dtype i32 or i64; outputs must be float tensors.
+    pub fn from_io(io: &[IoTensor]) -> Result<Self> {
         let mut inputs = Vec::new();
         let mut outputs = Vec::new();
-        let (mut max_batch, mut max_seq) = (usize::MAX, usize::MAX);
+        let (mut min_batch, mut max_batch, mut min_seq, mut max_seq) = (0i64, i64::MAX, 0i64, i64::MAX);
         for t in io {
             match t.mode {
                 IoMode::Input => {
@@ -56,11 +62,24 @@ impl EngineLayout {
                             t.name, t.shape
                         )));
                     }
-                    let range = t.profiles.get(profile).ok_or_else(|| {
-                        Error::InvalidConfig(format!("engine input '{}' has no optimization profile {profile}", t.name))
-                    })?;
-                    max_batch = max_batch.min(range.max[0].max(0) as usize);
-                    max_seq = max_seq.min(range.max[1].max(0) as usize);
+                    if t.profiles.is_empty() {
+                        return Err(Error::InvalidConfig(format!("engine input '{}' has no optimization profile", t.name)));
+                    }
+                    for range in &t.profiles {
+                        if range.min.len() != 2 || range.max.len() != 2 {
+                            return Err(Error::InvalidConfig(format!(
+                                "engine input '{}' has a profile range of rank {} ({:?}..{:?})",
+                                t.name,
+                                range.min.len(),
+                                range.min,
+                                range.max
+                            )));
+                        }
+                        min_batch = min_batch.max(range.min[0]);
+                        max_batch = max_batch.min(range.max[0]);
+                        min_seq = min_seq.max(range.min[1]);
+                        max_seq = max_seq.min(range.max[1]);
+                    }
                     inputs.push(InputSpec::new(t.name.clone(), role, t.dtype)?);
                 }
                 IoMode::Output => {
@@ -74,10 +93,19 @@ impl EngineLayout {
         if !inputs.iter().any(|i| i.role == InputRole::InputIds) {
             return Err(Error::InvalidConfig("the engine has no input_ids input".into()));
         }
-        if max_batch == 0 || max_seq == 0 {
-            return Err(Error::InvalidConfig(format!("the profile allows batch {max_batch} x sequence {max_seq}")));
+        if max_batch < 1 || max_seq < 1 || min_batch > max_batch || min_seq > max_seq {
+            return Err(Error::InvalidConfig(format!(
+                "the profiles have no batch and sequence length in common (batch {min_batch}..={max_batch}, sequence {min_seq}..={max_seq})"
+            )));
         }
-        Ok(EngineLayout { inputs, outputs, max_batch, max_seq })
+        Ok(EngineLayout {
+            inputs,
+            outputs,
+            min_batch: min_batch.max(1) as usize,
+            max_batch: max_batch as usize,
+            min_seq: min_seq.max(1) as usize,
+            max_seq: max_seq as usize,
+        })
     }
 
     /// The output of rank `rank` (first such), e.g. 2 for logits, 3 for hidden states.

@@ -108,6 +108,7 @@ impl BatchLayout {
 #[must_use]
 pub struct PipelineBuilder {
     max_len: usize,
+    min_len: usize,
     truncation: Truncation,
     padding: Padding,
     threads: Option<usize>,
@@ -122,6 +123,13 @@ impl PipelineBuilder {
     /// Truncate (default) or reject texts longer than the maximum length.
     pub fn truncation(mut self, truncation: Truncation) -> Self {
         self.truncation = truncation;
+        self
+    }
+
+    /// Pad rows to at least `min_len` tokens (an engine profile's minimum
+    /// sequence length); default 0.
+    pub fn min_len(mut self, min_len: usize) -> Self {
+        self.min_len = min_len;
         self
     }
 
@@ -199,6 +207,9 @@ impl PipelineBuilder {
                 "max_len {max_len} leaves no room for text after {added} special tokens"
             )));
         }
+        if self.min_len > max_len {
+            return Err(Error::InvalidConfig(format!("min_len {} exceeds max_len {max_len}", self.min_len)));
+        }
         if let Padding::Bucket(0) = self.padding {
             return Err(Error::InvalidConfig("bucket size 0".into()));
         }
@@ -255,6 +266,7 @@ impl PipelineBuilder {
         Ok(TokenizerPipeline {
             tokenizer,
             max_len,
+            min_len: self.min_len,
             truncation: self.truncation,
             padding: self.padding,
             pool,
@@ -274,6 +286,7 @@ impl PipelineBuilder {
 pub struct TokenizerPipeline {
     tokenizer: Tokenizer,
     max_len: usize,
+    min_len: usize,
     truncation: Truncation,
     padding: Padding,
     pool: Arc<ThreadPool>,
@@ -291,6 +304,7 @@ impl TokenizerPipeline {
     pub fn builder(max_len: usize) -> PipelineBuilder {
         PipelineBuilder {
             max_len,
+            min_len: 0,
             truncation: Truncation::default(),
             padding: Padding::default(),
             threads: None,
@@ -505,11 +519,13 @@ impl TokenizerPipeline {
             rows.push(row);
         }
         let longest = layout.lengths.iter().copied().max().unwrap_or(0);
-        layout.seq_len = match self.padding {
+        let padded = match self.padding {
             Padding::Longest => longest,
             Padding::Bucket(b) => longest.div_ceil(b).saturating_mul(b).min(self.max_len),
             Padding::Max => self.max_len,
         };
+        // An empty batch stays empty; otherwise rows are at least min_len long.
+        layout.seq_len = if layout.lengths.is_empty() { padded } else { padded.max(self.min_len) };
         Ok((rows, layout))
     }
 }

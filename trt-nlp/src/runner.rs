@@ -79,8 +79,8 @@ impl Runner {
     /// Execution contexts of `engine` on `device`, with a tokenizer pipeline
     /// that truncates (or rejects) at the profile's maximum sequence length.
     pub(crate) fn new(engine: &Engine, device: &Device, tokenizer: &Path, options: &HelperOptions) -> Result<Self> {
-        let layout = EngineLayout::from_io(engine.io_tensors(), 0)?;
-        let pipeline = options.pipeline(tokenizer, layout.max_seq)?;
+        let layout = EngineLayout::from_io(engine.io_tensors())?;
+        let pipeline = options.pipeline(tokenizer, layout.min_seq, layout.max_seq)?;
         let contexts = options.contexts;
         let tokens = layout.max_batch * layout.max_seq;
         let pool = ContextPool::with_state(engine, device, contexts.max(1), |context, stream| {
@@ -115,13 +115,28 @@ impl Runner {
     }
 
     /// Run one chunk (at most `max_batch` texts) and hand `f` the batch layout,
-    /// the attention mask (as written for the engine) and the outputs.
+    /// the attention mask and the outputs. A chunk smaller than the profile's
+    /// minimum batch is padded with empty texts: rows past `texts.len()` are
+    /// padding for the caller to drop.
     pub(crate) fn run_chunk<S: AsRef<str> + Sync, R>(
         &self,
         texts: &[S],
-        f: impl FnOnce(&BatchLayout, ArrayView2<'_, i64>, &[(String, OutputView<'_>)]) -> Result<R>,
+        f: impl FnOnce(&BatchLayout, ArrayView2<'_, i64>, &[(&str, OutputView<'_>)]) -> Result<R>,
     ) -> Result<R> {
-        debug_assert!(texts.len() <= self.layout.max_batch);
+        debug_assert!(!texts.is_empty() && texts.len() <= self.layout.max_batch);
+        if texts.len() < self.layout.min_batch {
+            let mut padded: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
+            padded.resize(self.layout.min_batch, "");
+            return self.run_exact(&padded, f);
+        }
+        self.run_exact(texts, f)
+    }
+
+    fn run_exact<S: AsRef<str> + Sync, R>(
+        &self,
+        texts: &[S],
+        f: impl FnOnce(&BatchLayout, ArrayView2<'_, i64>, &[(&str, OutputView<'_>)]) -> Result<R>,
+    ) -> Result<R> {
         let mut slot = self.pool.checkout();
         let trt::PooledContext { context, stream, state } = &mut *slot;
 
@@ -138,30 +153,18 @@ impl Runner {
             self.pipeline.encode_into(texts, &mut batch)?
         };
         let (b, s) = (layout.batch, layout.seq_len);
-        if b == 0 {
-            return f(&layout, ArrayView2::from_shape((0, 0), &[]).expect("empty view"), &[]);
-        }
 
         // 2. Shapes, uploads, enqueue.
-        for (spec, _) in &state.inputs {
-            context.set_input_shape(&spec.name, &[b as i64, s as i64])?;
-        }
-        let mut mask = Vec::with_capacity(b * s);
         let mut bindings = Bindings::new(stream);
         for (spec, t) in state.inputs.iter_mut() {
+            context.set_input_shape(&spec.name, &[b as i64, s as i64])?;
             bindings = match t {
                 Tokens::I32(st) => {
                     st.device.copy_from_pinned_n(&mut st.host, b * s, stream)?;
-                    if spec.role == crate::InputRole::AttentionMask {
-                        mask.extend(st.host.as_slice()?[..b * s].iter().map(|&m| m as i64));
-                    }
                     bindings.bind(&spec.name, &mut st.device)?
                 }
                 Tokens::I64(st) => {
                     st.device.copy_from_pinned_n(&mut st.host, b * s, stream)?;
-                    if spec.role == crate::InputRole::AttentionMask {
-                        mask.extend_from_slice(&st.host.as_slice()?[..b * s]);
-                    }
                     bindings.bind(&spec.name, &mut st.device)?
                 }
             };
@@ -176,7 +179,7 @@ impl Runner {
         context.enqueue(bindings)?.wait()?;
 
         // 3. Downloads of the exact output sizes, then views.
-        let mut shapes = Vec::new();
+        let mut shapes = Vec::with_capacity(state.outputs.len());
         for (name, o) in state.outputs.iter_mut() {
             let shape: Vec<usize> = context.tensor_shape(name)?.iter().map(|&d| d.max(0) as usize).collect();
             let n: usize = shape.iter().product();
@@ -187,7 +190,7 @@ impl Runner {
             }
             shapes.push(shape);
         }
-        let mut views = Vec::new();
+        let mut views = Vec::with_capacity(state.outputs.len());
         for ((name, o), shape) in state.outputs.iter().zip(&shapes) {
             let n: usize = shape.iter().product();
             let view = match o {
@@ -195,14 +198,10 @@ impl Runner {
                 Floats::F16(st) => OutputView::F16(view(&st.host.as_slice()?[..n], shape)?),
                 Floats::BF16(st) => OutputView::BF16(view(&st.host.as_slice()?[..n], shape)?),
             };
-            views.push((name.clone(), view));
+            views.push((name.as_str(), view));
         }
-        // Engines without an attention_mask input: every token counts.
-        if mask.is_empty() {
-            for &len in &layout.lengths {
-                mask.extend((0..s).map(|i| (i < len) as i64));
-            }
-        }
+        // The attention mask follows from the lengths: no read-back of the input.
+        let mask: Vec<i64> = layout.lengths.iter().flat_map(|&len| (0..s).map(move |i| (i < len) as i64)).collect();
         let mask = ArrayView2::from_shape((b, s), &mask).map_err(|e| Error::InvalidConfig(e.to_string()))?;
         f(&layout, mask, &views)
     }
