@@ -121,6 +121,7 @@ impl Args {
 }
 
 /// How to get `flag`'s precision from a strongly typed network.
+#[cfg(not(trt_weakly_typed))]
 fn strongly_typed_path(flag: &str) -> &'static str {
     match flag {
         "--int8" => "INT8 comes from explicit QuantizeLinear/DequantizeLinear nodes in the ONNX model (e.g. from NVIDIA's TensorRT Model Optimizer); build that model as it is",
@@ -152,21 +153,14 @@ fn check_precision_flag(_args: &Args) -> Result<()> {
 #[cfg(trt_weakly_typed)]
 fn apply_precision(
     args: &Args,
-    network: &Network<'_>,
+    _network: &Network<'_>,
     config: &mut BuilderConfig<'_>,
 ) -> Result<()> {
     use trt::AllowedPrecision as P;
+    // `run` parsed the model weakly typed because a precision flag was given.
     let Some(flag) = args.precision_flag() else {
         return Ok(());
     };
-    if network.is_strongly_typed() {
-        return Err(CliError::new(format!(
-            "{flag}: {} is strongly typed (trt's ONNX parser makes strongly typed networks), so its precision comes \
-             from the tensor types in the model, not from builder flags; {}",
-            args.model.display(),
-            strongly_typed_path(flag)
-        )));
-    }
     let p = match flag {
         "--fp16" => P::Fp16,
         "--bf16" => P::Bf16,
