@@ -2,12 +2,12 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ndarray::{ArrayView2, Axis};
 
 use super::element::FloatElement;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Names of a classifier's classes (`id2label` of a Hugging Face
 /// `config.json`). A class without a name is called `LABEL_{i}`, as
@@ -35,12 +35,8 @@ impl Labels {
     /// Reads `id2label` from a `config.json`; a file without it gives
     /// `LABEL_{i}` for every class.
     pub fn from_config_file(path: impl AsRef<Path>) -> Result<Self> {
-        let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-        Self::parse(&text, path)
+        let config: HfConfig = super::read_json_config(path.as_ref())?;
+        Ok(Self { names: config.id2label })
     }
 
     /// [`from_config_file`](Self::from_config_file) on the file's text.
@@ -74,13 +70,8 @@ impl Labels {
     }
 
     fn parse(json: &str, path: &Path) -> Result<Self> {
-        let config: HfConfig = serde_json::from_str(json).map_err(|source| Error::Config {
-            path: PathBuf::from(path),
-            source,
-        })?;
-        Ok(Self {
-            names: config.id2label,
-        })
+        let config: HfConfig = super::parse_json_config(json, path)?;
+        Ok(Self { names: config.id2label })
     }
 }
 

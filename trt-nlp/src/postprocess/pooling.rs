@@ -1,6 +1,6 @@
 //! Sentence embeddings from token hidden states (sentence-transformers semantics).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ndarray::{Array2, ArrayView2, ArrayView3, ArrayViewMut2, Axis, Zip};
 
@@ -36,14 +36,7 @@ impl Pooling {
     /// with [`Error::InvalidConfig`].
     pub fn from_config_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-        let c: StPoolingConfig = serde_json::from_str(&text).map_err(|source| Error::Config {
-            path: PathBuf::from(path),
-            source,
-        })?;
+        let c: StPoolingConfig = super::read_json_config(path)?;
         match (
             c.pooling_mode_mean_tokens,
             c.pooling_mode_cls_token,
