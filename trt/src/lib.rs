@@ -12,6 +12,15 @@
 //! 10.x, 11.x or TensorRT-RTX 1.x); the API offers only what that version has
 //! (e.g. `BuilderConfig::allow_precision` exists only on 10.x).
 //!
+//! Gating your own crate on the same version: `trt` passes its cfgs on
+//! (`links = "trt_api"`). A build script of two loops does it (trt-cli's
+//! `build.rs` is one):
+//!
+//! ```text
+//! for c in env("DEP_TRT_API_ALL_CFGS").split(',') { println!("cargo::rustc-check-cfg=cfg({c})") }
+//! for c in env("DEP_TRT_API_CFGS").split(',')     { println!("cargo:rustc-cfg={c}") }
+//! ```
+//!
 //! ```no_run
 //! # fn main() -> trt::Result<()> {
 //! use trt::{Builder, OnnxParser, ProfileSpec, ShapeRange};
