@@ -35,12 +35,12 @@ pub fn read_plan(path: &Path) -> Result<SerializedEngine> {
     SerializedEngine::load(path).about(path)
 }
 
-/// Deserialize `plan` (read from `path`) on `gpu`: the error names the file,
-/// the GPU and TensorRT's reason.
-pub fn load_engine(path: &Path, plan: &SerializedEngine, gpu: &str) -> Result<Engine> {
+/// Deserialize `plan` (read from `path`) onto `device` (named `gpu`): the
+/// error names the file, the GPU and TensorRT's reason.
+pub fn load_engine(path: &Path, plan: &SerializedEngine, device: &Device, gpu: &str) -> Result<Engine> {
     let runtime = Runtime::new()?;
     runtime
-        .deserialize(plan.as_bytes())
+        .deserialize_on(plan.as_bytes(), device)
         .map_err(|e| CliError::new(format!("cannot load {} on {gpu}: {e}", path.display())))
 }
 

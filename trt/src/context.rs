@@ -381,9 +381,24 @@ impl ExecutionContext {
     /// enqueueV3 on `stream`, after pointing a shared-memory context at its
     /// memory (ordered after the memory's previous user).
     fn enqueue_raw(&mut self, stream: &Stream) -> Result<()> {
+        self.check_device(stream.device())?;
+        // TensorRT launches on the thread's current context: the stream's.
+        stream.device().bind()?;
         self.order_after_last_work(stream)?;
         self.enqueue_unordered(stream)?;
         self.record_work(stream)
+    }
+
+    /// Work for an engine deserialized onto one GPU must stay on that GPU.
+    fn check_device(&self, device: &Device) -> Result<()> {
+        match self.engine.device() {
+            Some(d) if d != device => Err(Error::InvalidArgument(format!(
+                "the engine lives on GPU {}, the stream on GPU {}",
+                d.ordinal(),
+                device.ordinal()
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Make `stream` wait for this context's previous GPU work.
@@ -444,6 +459,7 @@ impl ExecutionContext {
         if self.shared_memory.is_some() {
             return Err(Error::InvalidArgument("graph capture of a shared-memory context is not supported".into()));
         }
+        self.check_device(device)?;
         let entries: Vec<Entry> = io
             .iter()
             .map(|(name, b)| Entry { name: (*name).to_owned(), dtype: b.io_dtype(), bytes: b.io_bytes(), address: b.io_address() })
@@ -472,6 +488,7 @@ impl ExecutionContext {
         if graph.context_id != self.id {
             return Err(Error::InvalidArgument("the graph was captured by another execution context".into()));
         }
+        self.check_device(stream.device())?;
         self.order_after_last_work(stream)?;
         graph.graph.launch(stream, resources)?;
         self.record_work(stream)

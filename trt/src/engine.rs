@@ -83,8 +83,20 @@ impl Runtime {
         &self.inner.library
     }
 
-    /// Deserialize a plan. An empty, truncated, foreign or corrupt plan, or a GPU
-    /// this TensorRT cannot run on, is an error with TensorRT's own message.
+    /// Deserialize a plan onto `device` (its context is made current for
+    /// TensorRT), and remember the device: the engine's contexts then refuse
+    /// streams of another GPU.
+    pub fn deserialize_on(&self, plan: &[u8], device: &crate::cuda::Device) -> Result<Engine> {
+        device.bind()?;
+        let mut engine = self.deserialize(plan)?;
+        Arc::get_mut(&mut engine.inner).expect("a fresh engine is not shared").device = Some(device.clone());
+        Ok(engine)
+    }
+
+    /// Deserialize a plan on the thread's current CUDA device (device 0 unless
+    /// something else was made current; see [`deserialize_on`](Self::deserialize_on)).
+    /// An empty, truncated, foreign or corrupt plan, or a GPU this TensorRT
+    /// cannot run on, is an error with TensorRT's own message.
     pub fn deserialize(&self, plan: &[u8]) -> Result<Engine> {
         if plan.is_empty() {
             return Err(Error::InvalidArgument("the plan is empty (0 bytes)".into()));
@@ -160,6 +172,8 @@ pub(crate) struct EngineInner {
     raw: cxx::UniquePtr<ffi::ICudaEngine>,
     pub(crate) io: Vec<IoTensor>,
     pub(crate) profiles: usize,
+    /// The GPU it was deserialized onto, when known.
+    pub(crate) device: Option<crate::cuda::Device>,
     _runtime: Runtime,
 }
 
@@ -225,7 +239,7 @@ impl Engine {
             });
         }
         Ok(Engine {
-            inner: Arc::new(EngineInner { raw, io, profiles: profiles.max(0) as usize, _runtime: runtime }),
+            inner: Arc::new(EngineInner { raw, io, profiles: profiles.max(0) as usize, device: None, _runtime: runtime }),
             context_lock: Arc::new(Mutex::new(())),
         })
     }
@@ -253,6 +267,11 @@ impl Engine {
     /// The outputs.
     pub fn outputs(&self) -> impl Iterator<Item = &IoTensor> {
         self.inner.io.iter().filter(|t| t.mode == IoMode::Output)
+    }
+
+    /// The GPU the engine was deserialized onto with [`Runtime::deserialize_on`].
+    pub fn device(&self) -> Option<&crate::cuda::Device> {
+        self.inner.device.as_ref()
     }
 
     /// Number of optimization profiles.

@@ -214,7 +214,7 @@ fn stats(values: impl Iterator<Item = f64>) -> serde_json::Value {
 pub fn run(args: Args) -> Result<()> {
     let plan = gpu::read_plan(&args.plan)?;
     let (device, gpu_name) = gpu::require("trt bench")?;
-    let engine = gpu::load_engine(&args.plan, &plan, &gpu_name)?;
+    let engine = gpu::load_engine(&args.plan, &plan, &device, &gpu_name)?;
     let stream = Stream::new(&device)?;
     let mut context = ExecutionContext::new(&engine)?;
 

@@ -72,7 +72,7 @@ impl Task {
 pub fn open(task: Task, plan: &Path) -> Result<(Device, Engine)> {
     let bytes = gpu::read_plan(plan)?;
     let (device, gpu) = gpu::require(task.command())?;
-    let engine = gpu::load_engine(plan, &bytes, &gpu)?;
+    let engine = gpu::load_engine(plan, &bytes, &device, &gpu)?;
     Ok((device, engine))
 }
 
