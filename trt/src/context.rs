@@ -367,7 +367,7 @@ impl ExecutionContext {
                     got: format!("a buffer of {} bytes", b.bytes),
                 });
             }
-            if b.address as usize % IO_ALIGNMENT != 0 {
+            if !(b.address as usize).is_multiple_of(IO_ALIGNMENT) {
                 return Err(Error::Misaligned { tensor: t.name.clone(), address: b.address, required: IO_ALIGNMENT });
             }
             let address = b.address as usize;

@@ -128,7 +128,7 @@ impl<T: Element> DeviceBuffer<T> {
     /// Whether the address is a multiple of `alignment` bytes (a power of two,
     /// e.g. [`DEVICE_ALIGNMENT`](super::DEVICE_ALIGNMENT)).
     pub fn is_aligned(&self, alignment: usize) -> bool {
-        alignment.is_power_of_two() && self.address % alignment as u64 == 0
+        alignment.is_power_of_two() && self.address.is_multiple_of(alignment as u64)
     }
 
     /// Borrows the address for work that the caller enqueues on `stream`
