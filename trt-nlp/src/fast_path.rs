@@ -52,6 +52,20 @@ pub(crate) struct Template {
 }
 
 impl Template {
+    /// A row's ids: the special tokens around `content`.
+    pub(crate) fn ids<'a>(&'a self, content: &'a [u32]) -> impl Iterator<Item = u32> + 'a {
+        self.prefix.iter().map(|p| p.0).chain(content.iter().copied()).chain(self.suffix.iter().map(|p| p.0))
+    }
+
+    /// A row's type ids, for `content_len` content tokens.
+    pub(crate) fn type_ids(&self, content_len: usize) -> impl Iterator<Item = u32> + '_ {
+        self.prefix
+            .iter()
+            .map(|p| p.1)
+            .chain(std::iter::repeat_n(self.seq_type, content_len))
+            .chain(self.suffix.iter().map(|p| p.1))
+    }
+
     /// No special tokens.
     fn none() -> Self {
         Self {
@@ -310,20 +324,8 @@ impl FastWordPiece {
                 return false;
             }
             let t = &self.template;
-            let ids = t
-                .prefix
-                .iter()
-                .map(|p| p.0)
-                .chain(content.iter().copied())
-                .chain(t.suffix.iter().map(|p| p.0));
-            let types = t
-                .prefix
-                .iter()
-                .map(|p| p.1)
-                .chain(content.iter().map(|_| t.seq_type))
-                .chain(t.suffix.iter().map(|p| p.1));
-            ids.eq(reference.get_ids().iter().copied())
-                && types.eq(reference.get_type_ids().iter().copied())
+            t.ids(&content).eq(reference.get_ids().iter().copied())
+                && t.type_ids(content.len()).eq(reference.get_type_ids().iter().copied())
         })
     }
 }

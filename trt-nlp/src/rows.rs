@@ -102,13 +102,7 @@ impl Row<'_> {
                     template: t,
                 },
             ) => {
-                let ids = t
-                    .prefix
-                    .iter()
-                    .map(|p| p.0)
-                    .chain(content.iter().copied())
-                    .chain(t.suffix.iter().map(|p| p.0));
-                head.iter_mut().zip(ids).for_each(|(d, v)| *d = cast(v));
+                head.iter_mut().zip(t.ids(content)).for_each(|(d, v)| *d = cast(v));
             }
             (
                 InputRole::TokenTypeIds,
@@ -117,15 +111,7 @@ impl Row<'_> {
                     template: t,
                 },
             ) => {
-                let (pre, rest) = head.split_at_mut(t.prefix.len());
-                let (body, post) = rest.split_at_mut(content.len());
-                pre.iter_mut()
-                    .zip(&t.prefix)
-                    .for_each(|(d, p)| *d = cast(p.1));
-                body.fill(cast(t.seq_type));
-                post.iter_mut()
-                    .zip(&t.suffix)
-                    .for_each(|(d, p)| *d = cast(p.1));
+                head.iter_mut().zip(t.type_ids(content.len())).for_each(|(d, v)| *d = cast(v));
             }
         }
         let pad_value = match role {
