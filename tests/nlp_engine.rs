@@ -5,7 +5,7 @@
 //! lent H200, compute capability 9.0).
 
 use trt::{DataType, IoMode, IoTensor, ShapeRange};
-use trt_nlp::{EngineLayout, Error, InputRole};
+use trt_nlp::{ModelLayout, Error, InputRole};
 
 fn io(name: &str, mode: IoMode, dtype: DataType, shape: &[i64], profiles: Vec<ShapeRange>) -> IoTensor {
     IoTensor {
@@ -37,7 +37,7 @@ fn minilm_io(dtype: DataType) -> Vec<IoTensor> {
 #[test]
 fn layout_is_discovered_from_engine_io() {
     for dtype in [DataType::Int32, DataType::Int64] {
-        let l = EngineLayout::from_io(&minilm_io(dtype)).unwrap();
+        let l = ModelLayout::from_io(&minilm_io(dtype)).unwrap();
         let roles: Vec<_> = l.inputs.iter().map(|i| (i.role, i.dtype)).collect();
         assert_eq!(roles, [(InputRole::InputIds, dtype), (InputRole::AttentionMask, dtype), (InputRole::TokenTypeIds, dtype)]);
         assert_eq!((l.min_batch, l.max_batch, l.min_seq, l.max_seq), (1, 32, 16, 128));
@@ -50,7 +50,7 @@ fn layout_is_discovered_from_engine_io() {
 fn engines_with_only_some_token_inputs_are_accepted() {
     let mut io_list = minilm_io(DataType::Int32);
     io_list.remove(2); // no token_type_ids (e.g. DistilBERT)
-    let l = EngineLayout::from_io(&io_list).unwrap();
+    let l = ModelLayout::from_io(&io_list).unwrap();
     assert_eq!(l.inputs.len(), 2);
 }
 
@@ -58,7 +58,7 @@ fn engines_with_only_some_token_inputs_are_accepted() {
 fn the_range_every_input_and_profile_accepts_is_used() {
     let mut io_list = minilm_io(DataType::Int32);
     io_list[1].profiles = vec![ShapeRange::new(&[1, 16], &[8, 64], &[16, 64])];
-    let l = EngineLayout::from_io(&io_list).unwrap();
+    let l = ModelLayout::from_io(&io_list).unwrap();
     assert_eq!((l.max_batch, l.max_seq), (16, 64));
 
     // Two profiles (two pooled contexts may use different ones): their intersection.
@@ -66,7 +66,7 @@ fn the_range_every_input_and_profile_accepts_is_used() {
     for t in two.iter_mut().take(3) {
         t.profiles.push(ShapeRange::new(&[2, 32], &[8, 64], &[64, 256]));
     }
-    let l = EngineLayout::from_io(&two).unwrap();
+    let l = ModelLayout::from_io(&two).unwrap();
     assert_eq!((l.min_batch, l.max_batch, l.min_seq, l.max_seq), (2, 32, 32, 128));
 }
 
@@ -89,35 +89,35 @@ fn rows_are_padded_to_the_profile_minimum_sequence() {
 fn unusable_engines_are_typed_errors_naming_the_tensor() {
     let mut bad_name = minilm_io(DataType::Int32);
     bad_name[0].name = "pixel_values".into();
-    let e = EngineLayout::from_io(&bad_name).unwrap_err();
+    let e = ModelLayout::from_io(&bad_name).unwrap_err();
     assert!(matches!(&e, Error::InvalidConfig(m) if m.contains("pixel_values")), "{e}");
 
     let mut float_ids = minilm_io(DataType::Int32);
     float_ids[0].dtype = DataType::Float;
-    assert!(EngineLayout::from_io(&float_ids).is_err());
+    assert!(ModelLayout::from_io(&float_ids).is_err());
 
     let mut int_output = minilm_io(DataType::Int32);
     int_output[3].dtype = DataType::Int32;
-    let e = EngineLayout::from_io(&int_output).unwrap_err();
+    let e = ModelLayout::from_io(&int_output).unwrap_err();
     assert!(e.to_string().contains("logits"), "{e}");
 
     let mut no_profile = minilm_io(DataType::Int32);
     no_profile[2].profiles.clear();
-    let e = EngineLayout::from_io(&no_profile).unwrap_err();
+    let e = ModelLayout::from_io(&no_profile).unwrap_err();
     assert!(e.to_string().contains("token_type_ids") && e.to_string().contains("no optimization profile"), "{e}");
 
     let mut empty_range = minilm_io(DataType::Int32);
     empty_range[0].profiles = vec![ShapeRange::new(&[], &[], &[])];
-    assert!(EngineLayout::from_io(&empty_range).is_err(), "a rank-0 range must not panic");
+    assert!(ModelLayout::from_io(&empty_range).is_err(), "a rank-0 range must not panic");
 
     let mut disjoint = minilm_io(DataType::Int32);
     disjoint[0].profiles.push(ShapeRange::new(&[64, 16], &[64, 64], &[128, 128]));
-    let e = EngineLayout::from_io(&disjoint).unwrap_err();
+    let e = ModelLayout::from_io(&disjoint).unwrap_err();
     assert!(e.to_string().contains("in common"), "{e}");
 
     let mut rank3 = minilm_io(DataType::Int32);
     rank3[0].shape = vec![-1, -1, 1];
-    assert!(EngineLayout::from_io(&rank3).is_err());
+    assert!(ModelLayout::from_io(&rank3).is_err());
 }
 
 mod gpu {

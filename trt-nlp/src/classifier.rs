@@ -6,7 +6,8 @@ use ndarray::Ix2;
 use trt::cuda::Device;
 use trt::Engine;
 
-use crate::runner::{OutputView, Runner};
+use crate::backend::OutputView;
+use crate::runner::Runner;
 use crate::{softmax, top_k, Error, Labels, Prediction, Result, TokenizerPipeline};
 
 /// How the engine helpers run.

@@ -8,7 +8,8 @@ use trt::cuda::Device;
 use trt::Engine;
 
 use crate::classifier::{shape_err, HelperOptions};
-use crate::runner::{OutputView, Runner};
+use crate::backend::OutputView;
+use crate::runner::Runner;
 use crate::{l2_normalize, Error, Pooling, Result};
 
 /// Texts in, one embedding row per text out. `embed` takes `&self` and may be

@@ -4,6 +4,8 @@
 //! | Module | What it does |
 //! |---|---|
 //! | [`TokenizerPipeline`] | Hugging Face `tokenizer.json` → padded `[batch, seq_len]` i32/i64 tensors, written in place, in parallel |
+//! | [`Backend`] | the seam to a model executor: one batch of token tensors in, named outputs out ([`backend`]) |
+//! | [`ModelLayout`] | a model's token inputs, float outputs and the batch / sequence ranges it accepts |
 //! | [`InputSpec`], [`EncodedBatch`] | which tensors an engine takes (name, role, dtype) and the caller's buffers for them |
 //! | [`softmax`], [`top_k`], [`Labels`] | classifier logits → probabilities → named top-k classes |
 //! | [`mean_pool`], [`cls_pool`], [`l2_normalize`], [`Pooling`] | hidden states → sentence embeddings (sentence-transformers semantics) |
@@ -77,10 +79,11 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod backend;
 mod buffers;
 mod classifier;
 mod embedder;
-mod engine_io;
+mod layout;
 mod error;
 mod fast_path;
 mod parallel;
@@ -90,10 +93,11 @@ mod rows;
 mod runner;
 mod spec;
 
+pub use backend::{Backend, OutputView, Outputs};
 pub use buffers::{EncodedBatch, TokenBuffer};
 pub use classifier::{Classifier, HelperOptions};
 pub use embedder::Embedder;
-pub use engine_io::{EngineLayout, OutputSpec};
+pub use layout::{ModelLayout, OutputSpec};
 pub use error::{Error, Result};
 pub use parallel::default_threads;
 pub use pipeline::{BatchLayout, Padding, PipelineBuilder, TokenizerPipeline, Truncation};

@@ -15,7 +15,8 @@ use trt::{Bindings, ContextPool, DataType, Engine, ExecutionContext};
 use std::path::Path;
 
 use crate::classifier::HelperOptions;
-use crate::engine_io::EngineLayout;
+use crate::layout::ModelLayout;
+use crate::backend::OutputView;
 use crate::{BatchLayout, EncodedBatch, Error, InputSpec, Result, TokenBuffer, TokenizerPipeline};
 
 /// Host and device memory for one tensor of element type `T`.
@@ -41,16 +42,6 @@ enum Floats {
     BF16(Staged<bf16>),
 }
 
-/// An engine output copied back to the host, borrowed from the staging buffers.
-pub(crate) enum OutputView<'a> {
-    /// f32 values.
-    F32(ArrayViewD<'a, f32>),
-    /// f16 values.
-    F16(ArrayViewD<'a, f16>),
-    /// bf16 values.
-    BF16(ArrayViewD<'a, bf16>),
-}
-
 struct Staging {
     inputs: Vec<(InputSpec, Tokens)>,
     outputs: Vec<(String, Floats)>,
@@ -59,7 +50,7 @@ struct Staging {
 pub(crate) struct Runner {
     pool: ContextPool<Staging>,
     pipeline: TokenizerPipeline,
-    layout: EngineLayout,
+    layout: ModelLayout,
 }
 
 impl std::fmt::Debug for Runner {
@@ -68,7 +59,7 @@ impl std::fmt::Debug for Runner {
     }
 }
 
-fn max_shape(context: &mut ExecutionContext, layout: &EngineLayout) -> trt::Result<()> {
+fn max_shape(context: &mut ExecutionContext, layout: &ModelLayout) -> trt::Result<()> {
     for i in &layout.inputs {
         context.set_input_shape(&i.name, &[layout.max_batch as i64, layout.max_seq as i64])?;
     }
@@ -79,7 +70,7 @@ impl Runner {
     /// Execution contexts of `engine` on `device`, with a tokenizer pipeline
     /// that truncates (or rejects) at the profile's maximum sequence length.
     pub(crate) fn new(engine: &Engine, device: &Device, tokenizer: &Path, options: &HelperOptions) -> Result<Self> {
-        let layout = EngineLayout::from_io(engine.io_tensors())?;
+        let layout = ModelLayout::from_io(engine.io_tensors())?;
         let pipeline = options.pipeline(tokenizer, layout.min_seq, layout.max_seq)?;
         let contexts = options.contexts;
         let tokens = layout.max_batch * layout.max_seq;
@@ -110,7 +101,7 @@ impl Runner {
         Ok(Runner { pool, pipeline, layout })
     }
 
-    pub(crate) fn layout(&self) -> &EngineLayout {
+    pub(crate) fn layout(&self) -> &ModelLayout {
         &self.layout
     }
 

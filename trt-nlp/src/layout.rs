@@ -1,6 +1,9 @@
-//! What the classifier and embedder need to know about an engine, discovered
-//! from its I/O: which inputs are token tensors (by their usual names), their
-//! dtype, the largest batch and sequence the profile allows, and the outputs.
+//! What the classifier, the embedder and the scheduler need to know about a
+//! model, whichever backend runs it: which inputs are token tensors (by their
+//! usual names), their dtype, the batch and sequence ranges it accepts, and
+//! its float outputs. A TensorRT engine's comes from its I/O and profiles
+//! ([`ModelLayout::from_io`]); an ONNX Runtime session's from its inputs and
+//! the limits the caller chose ([`ModelLayout::new`]).
 //!
 //! Pure data in, pure data out: tested without a GPU on hand-made I/O lists and
 //! on networks parsed from ONNX.
@@ -24,7 +27,7 @@ pub struct OutputSpec {
 /// optimization profile accepts (the intersection of their ranges, so any
 /// execution context, whatever its profile, takes any batch the helpers make).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EngineLayout {
+pub struct ModelLayout {
     /// Token inputs, in engine order.
     pub inputs: Vec<InputSpec>,
     /// Outputs, in engine order.
@@ -39,7 +42,7 @@ pub struct EngineLayout {
     pub max_seq: usize,
 }
 
-impl EngineLayout {
+impl ModelLayout {
     /// Discover the layout from an engine's I/O. Every input must be a
     /// `[batch, seq]` token tensor named `input_ids`, `attention_mask` or
     /// `token_type_ids`, of dtype i32 or i64; outputs must be float tensors.
@@ -98,7 +101,7 @@ impl EngineLayout {
                 "the profiles have no batch and sequence length in common (batch {min_batch}..={max_batch}, sequence {min_seq}..={max_seq})"
             )));
         }
-        Ok(EngineLayout {
+        Ok(ModelLayout {
             inputs,
             outputs,
             min_batch: min_batch.max(1) as usize,
@@ -106,6 +109,33 @@ impl EngineLayout {
             min_seq: min_seq.max(1) as usize,
             max_seq: max_seq as usize,
         })
+    }
+
+    /// A layout from its parts (backends without profiles: the caller's limits),
+    /// checked like [`from_io`](Self::from_io): an `input_ids` input, i32/i64
+    /// token tensors, float outputs, non-empty ranges.
+    pub fn new(
+        inputs: Vec<InputSpec>,
+        outputs: Vec<OutputSpec>,
+        batch: std::ops::RangeInclusive<usize>,
+        seq: std::ops::RangeInclusive<usize>,
+    ) -> Result<Self> {
+        for i in &inputs {
+            i.check_dtype()?;
+        }
+        if let Some(o) = outputs.iter().find(|o| !matches!(o.dtype, DataType::Float | DataType::Half | DataType::BF16)) {
+            return Err(Error::InvalidConfig(format!("model output '{}' is {}, not a float tensor", o.name, o.dtype)));
+        }
+        if !inputs.iter().any(|i| i.role == InputRole::InputIds) {
+            return Err(Error::InvalidConfig("the model has no input_ids input".into()));
+        }
+        let (min_batch, max_batch, min_seq, max_seq) = (*batch.start(), *batch.end(), *seq.start(), *seq.end());
+        if max_batch < 1 || max_seq < 1 || min_batch > max_batch || min_seq > max_seq {
+            return Err(Error::InvalidConfig(format!(
+                "empty shape range (batch {min_batch}..={max_batch}, sequence {min_seq}..={max_seq})"
+            )));
+        }
+        Ok(ModelLayout { inputs, outputs, min_batch: min_batch.max(1), max_batch, min_seq: min_seq.max(1), max_seq })
     }
 
     /// The output of rank `rank` (first such), e.g. 2 for logits, 3 for hidden states.

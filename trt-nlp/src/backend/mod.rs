@@ -1,0 +1,119 @@
+//! The one seam between tokenized text and a model executor.
+//!
+//! A [`Backend`] runs one batch of token tensors and hands back the model's
+//! float outputs. The classifier, the embedder and the batching scheduler
+//! only ever see this trait, so they never name a TensorRT or ONNX Runtime
+//! type; each executor lives in its own module:
+//!
+//! | module | executor | staging |
+//! |---|---|---|
+//! | [`tensorrt`] | TensorRT engine, a pool of execution contexts | the tokenizer writes into pinned host buffers; one upload, one enqueue, one download |
+//! | [`onnxruntime`] | ONNX Runtime, a pool of sessions | the tokenizer writes into host buffers that the session reads in place |
+//!
+//! Why a fill callback rather than a tensor argument: the buffers belong to
+//! the backend (pinned memory for TensorRT), so the caller writes straight
+//! into them and no batch is copied on the host.
+
+use half::{bf16, f16};
+use ndarray::{ArrayD, ArrayViewD};
+
+use crate::{BatchLayout, EncodedBatch, ModelLayout, Result};
+
+/// One model output, borrowed from the backend's buffers for the duration of
+/// a [`Backend::run`] read callback.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum OutputView<'a> {
+    /// f32 values.
+    F32(ArrayViewD<'a, f32>),
+    /// f16 values.
+    F16(ArrayViewD<'a, f16>),
+    /// bf16 values.
+    BF16(ArrayViewD<'a, bf16>),
+}
+
+impl OutputView<'_> {
+    /// The output's shape.
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            OutputView::F32(v) => v.shape(),
+            OutputView::F16(v) => v.shape(),
+            OutputView::BF16(v) => v.shape(),
+        }
+    }
+
+    /// An owned f32 copy (what leaves the callback when a caller keeps raw outputs).
+    pub fn to_f32(&self) -> ArrayD<f32> {
+        match self {
+            OutputView::F32(v) => v.to_owned(),
+            OutputView::F16(v) => v.mapv(f32::from),
+            OutputView::BF16(v) => v.mapv(f32::from),
+        }
+    }
+}
+
+/// The outputs of one batch, by name, in the model's order.
+#[derive(Debug, Default)]
+pub struct Outputs<'a> {
+    tensors: Vec<(&'a str, OutputView<'a>)>,
+}
+
+impl<'a> Outputs<'a> {
+    /// An empty set (backends push into it).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds an output.
+    pub fn push(&mut self, name: &'a str, view: OutputView<'a>) {
+        self.tensors.push((name, view));
+    }
+
+    /// The output called `name`.
+    pub fn get(&self, name: &str) -> Result<&OutputView<'a>> {
+        self.tensors
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v)
+            .ok_or_else(|| crate::Error::InvalidConfig(format!("the model produced no output '{name}'")))
+    }
+
+    /// Every output, in the model's order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, &OutputView<'a>)> {
+        self.tensors.iter().map(|(n, v)| (*n, v))
+    }
+}
+
+/// Writes one batch's token tensors into the backend's buffers and returns
+/// their `[batch, seq_len]` layout (a [`crate::TokenizerPipeline`] or
+/// pre-tokenized rows do this).
+pub type Fill<'f> = dyn FnMut(&mut EncodedBatch<'_>) -> Result<BatchLayout> + 'f;
+
+/// Reads one batch's outputs while they are still in the backend's buffers.
+pub type Read<'f> = dyn FnMut(&BatchLayout, &Outputs<'_>) -> Result<()> + 'f;
+
+/// A model executor: one batch of token tensors in, named float outputs out.
+///
+/// Implementations are `Send + Sync` and `run` may be called from many
+/// threads at once: each call takes one of the backend's
+/// [`instances`](Backend::instances) (an execution context, a session) and
+/// blocks while none is free.
+pub trait Backend: Send + Sync + std::fmt::Debug {
+    /// Which executor this is, for logs and metrics (`"tensorrt"`, `"onnxruntime"`).
+    fn name(&self) -> &str;
+
+    /// The model's token inputs, outputs and the batch and sequence ranges it accepts.
+    fn layout(&self) -> &ModelLayout;
+
+    /// How many batches can run at once.
+    fn instances(&self) -> usize;
+
+    /// Whether the backend can run a batch now (the device and the model are usable).
+    fn health(&self) -> Result<()>;
+
+    /// Run one batch: `fill` writes the token tensors (every input of
+    /// [`layout`](Backend::layout) is bound, each sized for
+    /// `max_batch * max_seq` elements); the batch it returns must lie within
+    /// the layout's ranges. `read` then sees the outputs.
+    fn run(&self, fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()>;
+}

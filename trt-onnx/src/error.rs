@@ -1,0 +1,63 @@
+//! One error type for the crate; every variant names the file, library or
+//! tensor it is about.
+
+use std::path::PathBuf;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No usable ONNX Runtime library was found.
+    #[error("ONNX Runtime library not found; tried: {}", tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    LibraryNotFound {
+        /// Every path tried, in order.
+        tried: Vec<PathBuf>,
+    },
+
+    /// A library was found but cannot be used (wrong version, not ONNX Runtime).
+    #[error("cannot use ONNX Runtime at {path}: {reason}")]
+    LibraryUnusable {
+        /// The library file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+
+    /// A model file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// ONNX Runtime refused a model, a setting or a run.
+    #[error("ONNX Runtime: {context}: {message}")]
+    Ort {
+        /// What was being done (the file, the tensor).
+        context: String,
+        /// ONNX Runtime's message.
+        message: String,
+    },
+
+    /// A tensor given to or produced by a session has the wrong shape or type.
+    #[error("tensor '{tensor}': {problem}")]
+    Tensor {
+        /// The tensor's name.
+        tensor: String,
+        /// What was wrong.
+        problem: String,
+    },
+}
+
+impl Error {
+    /// An ONNX Runtime error with what was being done.
+    pub(crate) fn ort(context: impl Into<String>, e: impl std::fmt::Display) -> Self {
+        Error::Ort { context: context.into(), message: e.to_string() }
+    }
+}
