@@ -1,1 +1,8 @@
-//! ONNX Runtime: the library, loaded at run time like TensorRT, and sessions (in progress).
+//! ONNX Runtime: the library, loaded at run time like TensorRT
+//! ([`OrtLibrary`]), and sessions over one model each ([`Session`]).
+
+mod library;
+mod session;
+
+pub use library::{OrtLibrary, MIN_MINOR_VERSION};
+pub use session::{ElementType, InputTensor, Optimization, OutputRef, OutputTensor, Provider, Session, SessionOptions, TensorInfo};
