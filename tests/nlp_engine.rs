@@ -126,7 +126,14 @@ mod gpu {
     use serde_json::Value;
     use trt::cuda::Device;
     use trt::{Builder, OnnxParser, ProfileSpec, Runtime, ShapeRange};
+    use std::sync::Arc;
+
+    use trt_nlp::backend::tensorrt::TensorRtBackend;
     use trt_nlp::{Classifier, Embedder, HelperOptions, Labels, Pooling};
+
+    fn backend(device: &Device) -> Arc<dyn trt_nlp::Backend> {
+        Arc::new(TensorRtBackend::new(&engine(), device, 2).unwrap())
+    }
 
     fn minilm(file: &str) -> PathBuf {
         trt::setup_dir().join("models/minilm").join(file)
@@ -162,7 +169,7 @@ mod gpu {
         assert!(texts.len() > 4, "the profile's max batch (4) must force a split");
         let device = Device::new(0).unwrap();
         let labels = Labels::from_config_file(minilm("config.json")).unwrap();
-        let c = Classifier::new(&engine(), &device, minilm("tokenizer.json"), labels, &HelperOptions::default()).unwrap();
+        let c = Classifier::new(backend(&device), minilm("tokenizer.json"), labels, &HelperOptions::default()).unwrap();
         let got = c.classify(&texts, 2).unwrap();
         assert_eq!(got.len(), texts.len());
         for (i, row) in r["outputs"]["fp32"]["logits"].as_array().unwrap().iter().enumerate() {
@@ -184,7 +191,7 @@ mod gpu {
         let r = reference();
         let texts = texts(&r);
         let device = Device::new(0).unwrap();
-        let e = Embedder::new(&engine(), &device, minilm("tokenizer.json"), Pooling::Mean, true, &HelperOptions::default()).unwrap();
+        let e = Embedder::new(backend(&device), minilm("tokenizer.json"), Pooling::Mean, true, &HelperOptions::default()).unwrap();
         let got = e.embed(&texts).unwrap();
         for (i, row) in r["outputs"]["fp32"]["embeddings"].as_array().unwrap().iter().enumerate() {
             let want: Vec<f32> = row.as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect();

@@ -74,3 +74,43 @@ pub fn run_python(args: &[&std::ffi::OsStr], input: &serde_json::Value) -> serde
     );
     serde_json::from_slice(&out.stdout).expect("python printed JSON")
 }
+
+/// A file of the embedded default model folder (`models/minilm`).
+pub fn default_model(file: &str) -> PathBuf {
+    require(deps_dir().join("models/minilm").join(file))
+}
+
+/// The default model's `reference.json` (Python onnxruntime outputs, written by setup).
+pub fn reference() -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(default_model("reference.json")).unwrap()).unwrap()
+}
+
+/// The reference texts.
+pub fn reference_texts(r: &serde_json::Value) -> Vec<String> {
+    r["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_owned()).collect()
+}
+
+/// One reference matrix (`variant`: fp32 / fp16; `what`: logits / embeddings).
+pub fn reference_rows(r: &serde_json::Value, variant: &str, what: &str) -> Vec<Vec<f32>> {
+    r["outputs"][variant][what]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row.as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect())
+        .collect()
+}
+
+/// Largest absolute difference between two equally shaped row sets.
+pub fn max_abs_diff<'a>(a: impl IntoIterator<Item = &'a [f32]>, b: &[Vec<f32>]) -> f32 {
+    let mut n = 0;
+    let mut worst = 0f32;
+    for (x, y) in a.into_iter().zip(b) {
+        assert_eq!(x.len(), y.len(), "row {n} has {} values, the reference {}", x.len(), y.len());
+        for (p, q) in x.iter().zip(y) {
+            worst = worst.max((p - q).abs());
+        }
+        n += 1;
+    }
+    assert_eq!(n, b.len(), "{n} rows, the reference has {}", b.len());
+    worst
+}

@@ -1,67 +1,85 @@
-//! Sentence embeddings with a TensorRT engine: tokenize, run, pool, normalise
+//! Sentence embeddings on any [`Backend`]: tokenize, run, pool, normalise
 //! (sentence-transformers semantics).
 
 use std::path::Path;
+use std::sync::Arc;
 
 use ndarray::{Array2, Ix3};
-use trt::cuda::Device;
-use trt::Engine;
 
-use crate::classifier::{shape_err, HelperOptions};
-use crate::backend::OutputView;
-use crate::runner::Runner;
-use crate::{l2_normalize, Error, Pooling, Result};
+use crate::backend::{Backend, BackendChoice, BackendOptions, OutputView};
+use crate::classifier::shape_err;
+use crate::texts::for_each_batch;
+use crate::{l2_normalize, BatchLayout, Error, HelperOptions, ModelFolder, Pooling, Result, TokenizerPipeline};
 
 /// Texts in, one embedding row per text out. `embed` takes `&self` and may be
 /// called from many threads.
 #[derive(Debug)]
 pub struct Embedder {
-    runner: Runner,
+    backend: Arc<dyn Backend>,
+    pipeline: TokenizerPipeline,
     hidden: String,
     pooling: Pooling,
     normalize: bool,
 }
 
+/// The attention mask of a batch, from its row lengths (no read-back of the input).
+pub(crate) fn mask_of(layout: &BatchLayout) -> Array2<i64> {
+    let s = layout.seq_len;
+    Array2::from_shape_fn((layout.batch, s), |(r, i)| (i < layout.lengths[r]) as i64)
+}
+
 impl Embedder {
-    /// An embedder over `engine`, one of whose outputs is `[batch, seq, dim]`
+    /// An embedder over `backend`, one of whose outputs is `[batch, seq, dim]`
     /// hidden states, pooled with `pooling` and (when `normalize`) L2-normalised.
     pub fn new(
-        engine: &Engine,
-        device: &Device,
+        backend: Arc<dyn Backend>,
         tokenizer: impl AsRef<Path>,
         pooling: Pooling,
         normalize: bool,
         options: &HelperOptions,
     ) -> Result<Self> {
-        let runner = Runner::new(engine, device, tokenizer.as_ref(), options)?;
-        let hidden = runner
+        let pipeline = options.pipeline(tokenizer.as_ref(), backend.layout())?;
+        Self::with_pipeline(backend, pipeline, pooling, normalize)
+    }
+
+    /// An embedder from a model folder or file ([`ModelFolder`]): its
+    /// tokenizer, pooling and normalisation, on the backend `choice` picks.
+    pub fn open(model: impl AsRef<Path>, choice: BackendChoice, backend: &BackendOptions, options: &HelperOptions) -> Result<Self> {
+        let folder = ModelFolder::open(model)?;
+        Self::new(folder.backend(choice, backend)?, &folder.tokenizer, folder.pooling, folder.normalize, options)
+    }
+
+    /// An embedder with a pipeline the caller built (its `max_len` must fit the model).
+    pub fn with_pipeline(backend: Arc<dyn Backend>, pipeline: TokenizerPipeline, pooling: Pooling, normalize: bool) -> Result<Self> {
+        let hidden = backend
             .layout()
             .output_of_rank(3)
-            .ok_or_else(|| Error::InvalidConfig("the engine has no [batch, seq, dim] output".into()))?
+            .ok_or_else(|| Error::InvalidConfig("the model has no [batch, seq, dim] output (hidden states)".into()))?
             .name
             .clone();
-        Ok(Embedder { runner, hidden, pooling, normalize })
+        Ok(Embedder { backend, pipeline, hidden, pooling, normalize })
+    }
+
+    /// The backend it runs on.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
     }
 
     /// Embeddings of `texts`, `[texts.len(), dim]`. Batches larger than the
-    /// profile allows are split; an empty input gives a `[0, 0]` array.
+    /// model allows are split; an empty input gives a `[0, 0]` array.
     pub fn embed<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<Array2<f32>> {
         let mut rows: Vec<Array2<f32>> = Vec::new();
-        for chunk in texts.chunks(self.runner.max_batch()) {
-            let pooled = self.runner.run_chunk(chunk, |_, mask, outputs| {
-                let (_, view) = outputs
-                    .iter()
-                    .find(|(n, _)| *n == self.hidden.as_str())
-                    .ok_or_else(|| Error::InvalidConfig(format!("output '{}' missing", self.hidden)))?;
-                match view {
-                    OutputView::F32(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask),
-                    OutputView::F16(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask),
-                    OutputView::BF16(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask),
-                }
-            })?;
-            // Rows past the chunk are padding up to the profile's minimum batch.
-            rows.push(pooled.slice_move(ndarray::s![..chunk.len(), ..]));
-        }
+        for_each_batch(&*self.backend, &self.pipeline, texts, |real, layout, outputs| {
+            let mask = mask_of(layout);
+            let pooled = match outputs.get(&self.hidden)? {
+                OutputView::F32(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask.view()),
+                OutputView::F16(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask.view()),
+                OutputView::BF16(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask.view()),
+            }?;
+            // Rows past `real` are padding up to the model's minimum batch.
+            rows.push(pooled.slice_move(ndarray::s![..real, ..]));
+            Ok(())
+        })?;
         let views: Vec<_> = rows.iter().map(|r| r.view()).collect();
         let mut all = if views.is_empty() {
             Array2::zeros((0, 0))

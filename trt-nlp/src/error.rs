@@ -125,6 +125,10 @@ pub enum Error {
     #[error(transparent)]
     Trt(#[from] trt::Error),
 
+    /// ONNX Runtime failed (library, model, run).
+    #[error(transparent)]
+    Onnx(#[from] trt_onnx::Error),
+
     /// A model configuration file could not be read.
     #[error("cannot read {path}: {source}")]
     Io {

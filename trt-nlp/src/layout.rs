@@ -138,6 +138,17 @@ impl ModelLayout {
         Ok(ModelLayout { inputs, outputs, min_batch: min_batch.max(1), max_batch, min_seq: min_seq.max(1), max_seq })
     }
 
+    /// Fails unless a `[batch, seq_len]` batch lies within the ranges.
+    pub fn check_batch(&self, batch: usize, seq_len: usize) -> Result<()> {
+        if (self.min_batch..=self.max_batch).contains(&batch) && (self.min_seq..=self.max_seq).contains(&seq_len) {
+            return Ok(());
+        }
+        Err(Error::InvalidConfig(format!(
+            "a batch of [{batch}, {seq_len}] is outside the model's range (batch {}..={}, sequence {}..={})",
+            self.min_batch, self.max_batch, self.min_seq, self.max_seq
+        )))
+    }
+
     /// The output of rank `rank` (first such), e.g. 2 for logits, 3 for hidden states.
     pub fn output_of_rank(&self, rank: usize) -> Option<&OutputSpec> {
         self.outputs.iter().find(|o| o.rank == rank)

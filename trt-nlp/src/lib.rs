@@ -90,12 +90,16 @@ mod parallel;
 mod pipeline;
 mod postprocess;
 mod rows;
-mod runner;
+mod model_folder;
+mod options;
+mod texts;
 mod spec;
 
 pub use backend::{Backend, OutputView, Outputs};
 pub use buffers::{EncodedBatch, TokenBuffer};
-pub use classifier::{Classifier, HelperOptions};
+pub use classifier::{Classification, Classifier};
+pub use model_folder::ModelFolder;
+pub use options::HelperOptions;
 pub use embedder::Embedder;
 pub use layout::{ModelLayout, OutputSpec};
 pub use error::{Error, Result};

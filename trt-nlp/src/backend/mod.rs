@@ -10,6 +10,9 @@
 //! | [`tensorrt`] | TensorRT engine, a pool of execution contexts | the tokenizer writes into pinned host buffers; one upload, one enqueue, one download |
 //! | [`onnxruntime`] | ONNX Runtime, a pool of sessions | the tokenizer writes into host buffers that the session reads in place |
 //!
+//! [`open`] picks one for a model file ([`BackendChoice::Auto`]: TensorRT
+//! where it can execute here, else ONNX Runtime, with the reason logged).
+//!
 //! Why a fill callback rather than a tensor argument: the buffers belong to
 //! the backend (pinned memory for TensorRT), so the caller writes straight
 //! into them and no batch is copied on the host.
@@ -18,6 +21,13 @@ use half::{bf16, f16};
 use ndarray::{ArrayD, ArrayViewD};
 
 use crate::{BatchLayout, EncodedBatch, ModelLayout, Result};
+
+pub mod onnxruntime;
+mod select;
+pub mod tensorrt;
+
+pub use select::{open, BackendChoice, BackendOptions};
+pub(crate) use select::is_plan;
 
 /// One model output, borrowed from the backend's buffers for the duration of
 /// a [`Backend::run`] read callback.

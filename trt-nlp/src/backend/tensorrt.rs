@@ -1,23 +1,16 @@
-//! Text in, engine outputs out: the part the classifier and embedder share.
-//!
-//! A pool of execution contexts, each with staging buffers sized once for the
-//! profile's largest batch and sequence: pinned host buffers that the
-//! tokenizer pipeline writes into directly, device buffers for every I/O
-//! tensor, and pinned buffers for the outputs. One chunk of at most
-//! `max_batch` texts is one enqueue; `&self` methods are safe from many
-//! threads (each call checks out its own context).
+//! TensorRT behind the [`Backend`] trait: a pool of execution contexts, each
+//! with staging buffers sized once for the profile's largest batch and
+//! sequence: pinned host buffers the tokenizer writes into directly, device
+//! buffers for every I/O tensor, and pinned buffers for the outputs. One
+//! batch is one upload per input, one enqueue, one download per output.
 
 use half::{bf16, f16};
-use ndarray::{ArrayView2, ArrayViewD, IxDyn};
+use ndarray::{ArrayViewD, IxDyn};
 use trt::cuda::{Device, DeviceBuffer, Element, PinnedBuffer, Stream};
 use trt::{Bindings, ContextPool, DataType, Engine, ExecutionContext};
 
-use std::path::Path;
-
-use crate::classifier::HelperOptions;
-use crate::layout::ModelLayout;
-use crate::backend::OutputView;
-use crate::{BatchLayout, EncodedBatch, Error, InputSpec, Result, TokenBuffer, TokenizerPipeline};
+use crate::backend::{Backend, Fill, OutputView, Outputs, Read};
+use crate::{EncodedBatch, Error, InputSpec, ModelLayout, Result, TokenBuffer};
 
 /// Host and device memory for one tensor of element type `T`.
 struct Staged<T: Element> {
@@ -47,15 +40,17 @@ struct Staging {
     outputs: Vec<(String, Floats)>,
 }
 
-pub(crate) struct Runner {
+/// A TensorRT engine as a [`Backend`]: `contexts` execution contexts on one
+/// GPU, each running one batch at a time.
+pub struct TensorRtBackend {
     pool: ContextPool<Staging>,
-    pipeline: TokenizerPipeline,
     layout: ModelLayout,
+    device: Device,
 }
 
-impl std::fmt::Debug for Runner {
+impl std::fmt::Debug for TensorRtBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runner").field("layout", &self.layout).field("contexts", &self.pool.size()).finish()
+        f.debug_struct("TensorRtBackend").field("layout", &self.layout).field("contexts", &self.pool.size()).finish()
     }
 }
 
@@ -66,13 +61,11 @@ fn max_shape(context: &mut ExecutionContext, layout: &ModelLayout) -> trt::Resul
     Ok(())
 }
 
-impl Runner {
-    /// Execution contexts of `engine` on `device`, with a tokenizer pipeline
-    /// that truncates (or rejects) at the profile's maximum sequence length.
-    pub(crate) fn new(engine: &Engine, device: &Device, tokenizer: &Path, options: &HelperOptions) -> Result<Self> {
+impl TensorRtBackend {
+    /// `contexts` execution contexts of `engine` on `device` (at least one),
+    /// with staging buffers for the largest batch every profile accepts.
+    pub fn new(engine: &Engine, device: &Device, contexts: usize) -> Result<Self> {
         let layout = ModelLayout::from_io(engine.io_tensors())?;
-        let pipeline = options.pipeline(tokenizer, layout.min_seq, layout.max_seq)?;
-        let contexts = options.contexts;
         let tokens = layout.max_batch * layout.max_seq;
         let pool = ContextPool::with_state(engine, device, contexts.max(1), |context, stream| {
             // Output sizes: what TensorRT infers for the largest input shapes.
@@ -98,36 +91,30 @@ impl Runner {
             }
             Ok(Staging { inputs, outputs })
         })?;
-        Ok(Runner { pool, pipeline, layout })
+        Ok(TensorRtBackend { pool, layout, device: device.clone() })
+    }
+}
+
+impl Backend for TensorRtBackend {
+    fn name(&self) -> &str {
+        "tensorrt"
     }
 
-    pub(crate) fn layout(&self) -> &ModelLayout {
+    fn layout(&self) -> &ModelLayout {
         &self.layout
     }
 
-    /// Run one chunk (at most `max_batch` texts) and hand `f` the batch layout,
-    /// the attention mask and the outputs. A chunk smaller than the profile's
-    /// minimum batch is padded with empty texts: rows past `texts.len()` are
-    /// padding for the caller to drop.
-    pub(crate) fn run_chunk<S: AsRef<str> + Sync, R>(
-        &self,
-        texts: &[S],
-        f: impl FnOnce(&BatchLayout, ArrayView2<'_, i64>, &[(&str, OutputView<'_>)]) -> Result<R>,
-    ) -> Result<R> {
-        debug_assert!(!texts.is_empty() && texts.len() <= self.layout.max_batch);
-        if texts.len() < self.layout.min_batch {
-            let mut padded: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
-            padded.resize(self.layout.min_batch, "");
-            return self.run_exact(&padded, f);
-        }
-        self.run_exact(texts, f)
+    fn instances(&self) -> usize {
+        self.pool.size()
     }
 
-    fn run_exact<S: AsRef<str> + Sync, R>(
-        &self,
-        texts: &[S],
-        f: impl FnOnce(&BatchLayout, ArrayView2<'_, i64>, &[(&str, OutputView<'_>)]) -> Result<R>,
-    ) -> Result<R> {
+    fn health(&self) -> Result<()> {
+        // A sticky CUDA error (a crashed kernel) makes every later batch fail.
+        self.device.check_deferred_error()?;
+        Ok(())
+    }
+
+    fn run(&self, fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {
         let mut slot = self.pool.checkout();
         let trt::PooledContext { context, stream, state } = &mut *slot;
 
@@ -141,8 +128,9 @@ impl Runner {
                 };
                 batch.bind(spec.clone(), buf)?;
             }
-            self.pipeline.encode_into(texts, &mut batch)?
+            fill(&mut batch)?
         };
+        self.layout.check_batch(layout.batch, layout.seq_len)?;
         let (b, s) = (layout.batch, layout.seq_len);
 
         // 2. Shapes, uploads, enqueue.
@@ -181,7 +169,7 @@ impl Runner {
             }
             shapes.push(shape);
         }
-        let mut views = Vec::with_capacity(state.outputs.len());
+        let mut outputs = Outputs::new();
         for ((name, o), shape) in state.outputs.iter().zip(&shapes) {
             let n: usize = shape.iter().product();
             let view = match o {
@@ -189,17 +177,9 @@ impl Runner {
                 Floats::F16(st) => OutputView::F16(view(&st.host.as_slice()?[..n], shape)?),
                 Floats::BF16(st) => OutputView::BF16(view(&st.host.as_slice()?[..n], shape)?),
             };
-            views.push((name.as_str(), view));
+            outputs.push(name.as_str(), view);
         }
-        // The attention mask follows from the lengths: no read-back of the input.
-        let mask: Vec<i64> = layout.lengths.iter().flat_map(|&len| (0..s).map(move |i| (i < len) as i64)).collect();
-        let mask = ArrayView2::from_shape((b, s), &mask).map_err(|e| Error::InvalidConfig(e.to_string()))?;
-        f(&layout, mask, &views)
-    }
-
-    /// The largest batch one enqueue takes.
-    pub(crate) fn max_batch(&self) -> usize {
-        self.layout.max_batch
+        read(&layout, &outputs)
     }
 }
 

@@ -1,0 +1,168 @@
+//! The text helpers end to end on ONNX Runtime (the reference backend): the
+//! embedded default model, classified and embedded from Rust, against the
+//! outputs Python onnxruntime wrote when `scripts/setup` made the model.
+//! Runs on any machine, CI included (no GPU).
+
+#[path = "nlp_support.rs"]
+mod support;
+
+use std::sync::Arc;
+
+use support::{default_model, max_abs_diff, reference, reference_rows, reference_texts};
+use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
+use trt_nlp::backend::{Backend, BackendChoice, BackendOptions};
+use trt_nlp::{Classifier, Embedder, Error, HelperOptions, ModelFolder, Pooling};
+
+fn ort(file: &str, options: &OrtBackendOptions) -> Arc<dyn Backend> {
+    Arc::new(OrtBackend::new(default_model(file), options).unwrap())
+}
+
+/// FP32 on ONNX Runtime from Rust equals Python's (same library, same graph):
+/// within 1e-5.
+#[test]
+fn fp32_logits_and_embeddings_match_python_onnxruntime() {
+    let r = reference();
+    let texts = reference_texts(&r);
+    let backend = ort("model.onnx", &OrtBackendOptions { intra_threads: 1, ..Default::default() });
+    let labels = trt_nlp::Labels::from_config_file(default_model("config.json")).unwrap();
+    let c = Classifier::new(backend.clone(), default_model("tokenizer.json"), labels, &HelperOptions::default()).unwrap();
+    let got = c.predict(&texts, 2).unwrap();
+    let d = max_abs_diff(got.iter().map(|g| g.logits.as_slice()), &reference_rows(&r, "fp32", "logits"));
+    println!("fp32 logits: max abs diff vs Python onnxruntime {d:.3e}");
+    assert!(d < 1e-5, "{d}");
+    for g in &got {
+        let p: f32 = g.top.iter().map(|p| p.score).sum();
+        assert!((p - 1.0).abs() < 1e-5 && g.top[0].score >= g.top[1].score);
+        assert!(g.top[0].label.starts_with("LABEL_"));
+    }
+
+    let e = Embedder::new(backend, default_model("tokenizer.json"), Pooling::Mean, true, &HelperOptions::default()).unwrap();
+    let emb = e.embed(&texts).unwrap();
+    let rows: Vec<&[f32]> = emb.rows().into_iter().map(|r| r.to_slice().unwrap()).collect();
+    let d = max_abs_diff(rows, &reference_rows(&r, "fp32", "embeddings"));
+    println!("fp32 embeddings: max abs diff vs Python onnxruntime {d:.3e}");
+    assert!(d < 1e-5, "{d}");
+}
+
+/// The FP16 model (f16 outputs) through the same helpers: within FP16
+/// tolerance of Python's FP16 outputs, and close to FP32.
+#[test]
+fn fp16_model_matches_python_within_fp16_tolerance() {
+    let r = reference();
+    let texts = reference_texts(&r);
+    let backend = ort("model_fp16.onnx", &OrtBackendOptions::default());
+    let c = Classifier::new(backend.clone(), default_model("tokenizer.json"), Default::default(), &HelperOptions::default()).unwrap();
+    let got = c.predict(&texts, 1).unwrap();
+    let d16 = max_abs_diff(got.iter().map(|g| g.logits.as_slice()), &reference_rows(&r, "fp16", "logits"));
+    let d32 = max_abs_diff(got.iter().map(|g| g.logits.as_slice()), &reference_rows(&r, "fp32", "logits"));
+    println!("fp16 logits: max abs diff vs Python fp16 {d16:.3e}, vs fp32 {d32:.3e}");
+    assert!(d16 < 1e-3 && d32 < 5e-3, "{d16} {d32}");
+
+    let e = Embedder::new(backend, default_model("tokenizer.json"), Pooling::Mean, true, &HelperOptions::default()).unwrap();
+    let emb = e.embed(&texts).unwrap();
+    let want = reference_rows(&r, "fp32", "embeddings");
+    let min_cos = emb.rows().into_iter().zip(&want).map(|(a, b)| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>()).fold(1f32, f32::min);
+    println!("fp16 embeddings: min cosine vs fp32 {min_cos:.6}");
+    assert!(min_cos > 0.999, "{min_cos}");
+}
+
+/// Batches are cut at the backend's largest batch; results do not depend on
+/// the cut (padding to the longest text of each batch changes nothing).
+#[test]
+fn batches_split_at_max_batch_give_the_same_results() {
+    let r = reference();
+    let texts = reference_texts(&r);
+    let small = ort("model.onnx", &OrtBackendOptions { max_batch: 2, ..Default::default() });
+    assert_eq!(small.layout().max_batch, 2);
+    let e = Embedder::new(small, default_model("tokenizer.json"), Pooling::Mean, true, &HelperOptions::default()).unwrap();
+    let emb = e.embed(&texts).unwrap();
+    let rows: Vec<&[f32]> = emb.rows().into_iter().map(|r| r.to_slice().unwrap()).collect();
+    let d = max_abs_diff(rows, &reference_rows(&r, "fp32", "embeddings"));
+    assert!(d < 1e-5, "{d}");
+    // One text alone equals its row of the batch.
+    let one = e.embed(&texts[3..4]).unwrap();
+    let d = max_abs_diff([one.row(0).to_slice().unwrap()], &reference_rows(&r, "fp32", "embeddings")[3..4]);
+    assert!(d < 1e-5, "{d}");
+    assert_eq!(e.embed::<&str>(&[]).unwrap().shape(), [0, 0]);
+}
+
+/// From a model folder, backend auto: on a machine where TensorRT cannot
+/// execute (no CUDA driver here; CC 9.0 on the GPU host) it is ONNX Runtime.
+#[test]
+fn a_model_folder_opens_with_backend_auto() {
+    let dir = default_model("model.onnx").parent().unwrap().to_owned();
+    let folder = ModelFolder::open(&dir).unwrap();
+    assert_eq!(folder.model.file_name().unwrap(), "model.onnx");
+    assert_eq!(folder.max_positions, Some(512));
+    assert_eq!(folder.labels.name(1), "LABEL_1");
+    let c = Classifier::open(&dir, BackendChoice::Auto, &BackendOptions::default(), &HelperOptions::default()).unwrap();
+    if !trt::cuda::driver_available() {
+        assert_eq!(c.backend().name(), "onnxruntime");
+    }
+    println!("backend auto chose {}", c.backend().name());
+    let got = c.classify(&["This is a test."], 2).unwrap();
+    assert_eq!(got[0].len(), 2);
+    let e = Embedder::open(default_model("model_fp16.onnx"), BackendChoice::OnnxRuntime, &BackendOptions::default(), &HelperOptions::default()).unwrap();
+    assert_eq!(e.embed(&["a", "b"]).unwrap().shape(), [2, 384]);
+}
+
+/// Many threads share one classifier (a pool of two sessions).
+#[test]
+fn many_threads_share_one_classifier() {
+    let r = reference();
+    let texts = reference_texts(&r);
+    let want = reference_rows(&r, "fp32", "logits");
+    let backend = ort("model.onnx", &OrtBackendOptions { sessions: 2, intra_threads: 1, ..Default::default() });
+    let c = Classifier::new(backend, default_model("tokenizer.json"), Default::default(), &HelperOptions::default()).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (c, texts, want) = (&c, &texts, &want);
+            s.spawn(move || {
+                let i = t % texts.len();
+                let got = c.predict(&texts[i..i + 1], 1).unwrap();
+                let d = max_abs_diff([got[0].logits.as_slice()], &want[i..i + 1]);
+                assert!(d < 1e-5, "thread {t}: {d}");
+            });
+        }
+    });
+}
+
+/// Bad input is a typed error naming what was wrong; nothing panics.
+#[test]
+fn bad_models_and_texts_are_typed_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    // A truncated ONNX file.
+    let bytes = std::fs::read(default_model("model.onnx")).unwrap();
+    let cut = dir.path().join("cut.onnx");
+    std::fs::write(&cut, &bytes[..bytes.len() / 3]).unwrap();
+    let e = OrtBackend::new(&cut, &OrtBackendOptions::default()).unwrap_err();
+    assert!(matches!(e, Error::Onnx(_)) && e.to_string().contains("cut.onnx"), "{e}");
+    // Random bytes.
+    let junk = dir.path().join("junk.onnx");
+    std::fs::write(&junk, b"definitely not a protobuf \x00\xff\x13").unwrap();
+    assert!(OrtBackend::new(&junk, &OrtBackendOptions::default()).is_err());
+    // A missing file.
+    let e = OrtBackend::new(dir.path().join("nope.onnx"), &OrtBackendOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("nope.onnx"), "{e}");
+    // A folder without a model, a model without a tokenizer beside it.
+    assert!(ModelFolder::open(dir.path()).unwrap_err().to_string().contains("no model file"));
+    let lone = dir.path().join("model.onnx");
+    std::fs::copy(default_model("model.onnx"), &lone).unwrap();
+    assert!(ModelFolder::open(&lone).unwrap_err().to_string().contains("tokenizer.json"));
+    // A plan asked of ONNX Runtime.
+    let e = trt_nlp::backend::open(&dir.path().join("m.plan"), BackendChoice::OnnxRuntime, &BackendOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("plan"), "{e}");
+    // Over-long texts: truncated by default, refused when asked, with the text's index.
+    let backend = ort("model.onnx", &OrtBackendOptions { max_seq: 64, ..Default::default() });
+    let long = "word ".repeat(5000);
+    let c = Classifier::new(backend.clone(), default_model("tokenizer.json"), Default::default(), &HelperOptions::default()).unwrap();
+    assert_eq!(c.classify(&[long.as_str()], 1).unwrap().len(), 1);
+    let strict = HelperOptions { reject_long_texts: true, ..Default::default() };
+    let c = Classifier::new(backend.clone(), default_model("tokenizer.json"), Default::default(), &strict).unwrap();
+    let e = c.classify(&["fine", long.as_str()], 1).unwrap_err();
+    assert!(matches!(e, Error::TooLong { index: 1, .. }), "{e}");
+    // A model whose input is not a token tensor (the external-weights test model takes 'x').
+    let other = support::deps_dir().join("models/test/external_weights.onnx");
+    let e = OrtBackend::new(&other, &OrtBackendOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("'x' is not a token tensor"), "{e}");
+}

@@ -1,0 +1,258 @@
+//! ONNX Runtime behind the [`Backend`] trait: a pool of sessions over one
+//! ONNX model, each with host buffers for the token tensors that the
+//! tokenizer writes into and the session reads in place (no copy between
+//! them). Runs anywhere: no GPU, no TensorRT.
+//!
+//! ONNX models carry no optimization profiles, so the batch and sequence
+//! ranges come from the model's fixed dimensions where it has them, else
+//! from [`OrtBackendOptions`] (`max_batch`, `max_seq`; a model folder passes
+//! `max_position_embeddings` from its `config.json`).
+
+use std::path::Path;
+
+use trt::{DataType, Pool};
+use trt_onnx::runtime::{ElementType, InputTensor, OutputRef, Session, SessionOptions, TensorInfo};
+
+use crate::backend::{Backend, Fill, OutputView, Outputs, Read};
+use crate::layout::OutputSpec;
+use crate::{EncodedBatch, Error, InputRole, InputSpec, ModelLayout, Result};
+
+pub use trt_onnx::runtime::{Optimization, Provider};
+
+/// How the ONNX Runtime backend runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrtBackendOptions {
+    /// Sessions (batches that run at once). Default 1.
+    pub sessions: usize,
+    /// Intra-op threads per session (0: ONNX Runtime's default, one per core).
+    pub intra_threads: usize,
+    /// Largest batch, where the model does not fix it. Default 32.
+    pub max_batch: usize,
+    /// Longest sequence, where the model does not fix it. Default 512 (BERT's
+    /// position table; a model folder passes its `max_position_embeddings`).
+    pub max_seq: usize,
+    /// Execution provider. Default: CUDA where the library has it, else CPU.
+    pub provider: Provider,
+    /// Graph optimization level. Default: all.
+    pub optimization: Optimization,
+}
+
+impl Default for OrtBackendOptions {
+    fn default() -> Self {
+        OrtBackendOptions {
+            sessions: 1,
+            intra_threads: 0,
+            max_batch: 32,
+            max_seq: 512,
+            provider: Provider::Auto,
+            optimization: Optimization::All,
+        }
+    }
+}
+
+enum HostTokens {
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+}
+
+struct Slot {
+    session: Session,
+    inputs: Vec<(InputSpec, HostTokens)>,
+}
+
+/// An ONNX model on ONNX Runtime as a [`Backend`].
+pub struct OrtBackend {
+    pool: Pool<Slot>,
+    layout: ModelLayout,
+    outputs: Vec<String>,
+    provider: String,
+}
+
+impl std::fmt::Debug for OrtBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrtBackend")
+            .field("layout", &self.layout)
+            .field("sessions", &self.pool.size())
+            .field("provider", &self.provider)
+            .finish()
+    }
+}
+
+impl OrtBackend {
+    /// Sessions over the ONNX model at `path`.
+    pub fn new(path: impl AsRef<Path>, options: &OrtBackendOptions) -> Result<Self> {
+        let path = path.as_ref();
+        let session_options = SessionOptions {
+            intra_threads: options.intra_threads,
+            inter_threads: 1,
+            optimization: options.optimization,
+            provider: options.provider,
+        };
+        let first = Session::from_file(path, &session_options)?;
+        let layout = layout_of(&first, options, path)?;
+        let provider = first.provider().to_owned();
+        let tokens = layout.max_batch * layout.max_seq;
+        let mut slots = Vec::with_capacity(options.sessions.max(1));
+        let mut session = Some(first);
+        for _ in 0..options.sessions.max(1) {
+            let session = match session.take() {
+                Some(s) => s,
+                None => Session::from_file(path, &session_options)?,
+            };
+            let inputs = layout
+                .inputs
+                .iter()
+                .map(|spec| {
+                    let host = match spec.dtype {
+                        DataType::Int64 => HostTokens::I64(vec![0; tokens]),
+                        _ => HostTokens::I32(vec![0; tokens]),
+                    };
+                    (spec.clone(), host)
+                })
+                .collect();
+            slots.push(Slot { session, inputs });
+        }
+        let outputs = layout.outputs.iter().map(|o| o.name.clone()).collect();
+        Ok(OrtBackend { pool: Pool::from_items(slots), layout, outputs, provider })
+    }
+
+    /// The execution provider the sessions run on (`CPUExecutionProvider`, ...).
+    pub fn provider(&self) -> &str {
+        &self.provider
+    }
+}
+
+/// The token inputs, float outputs and shape ranges of a session's model.
+fn layout_of(session: &Session, options: &OrtBackendOptions, path: &Path) -> Result<ModelLayout> {
+    let mut inputs = Vec::new();
+    let (mut batch, mut seq) = (1..=options.max_batch.max(1), 1..=options.max_seq.max(1));
+    for t in session.inputs() {
+        let role = InputRole::from_name(&t.name).ok_or_else(|| {
+            Error::InvalidConfig(format!(
+                "{}: input '{}' is not a token tensor (expected input_ids, attention_mask or token_type_ids)",
+                path.display(),
+                t.name
+            ))
+        })?;
+        let dtype = match t.element {
+            ElementType::I32 => DataType::Int32,
+            ElementType::I64 => DataType::Int64,
+            other => {
+                return Err(Error::InvalidConfig(format!(
+                    "{}: input '{}' is {other}; token tensors are i32 or i64",
+                    path.display(),
+                    t.name
+                )))
+            }
+        };
+        if t.shape.len() != 2 {
+            return Err(Error::InvalidConfig(format!(
+                "{}: input '{}' has shape {:?}; token tensors are [batch, sequence]",
+                path.display(),
+                t.name,
+                t.shape
+            )));
+        }
+        // A fixed dimension pins the range.
+        batch = narrow(batch, t.shape[0], &t.name, path)?;
+        seq = narrow(seq, t.shape[1], &t.name, path)?;
+        inputs.push(InputSpec::new(t.name.clone(), role, dtype)?);
+    }
+    let outputs: Vec<OutputSpec> = session.outputs().iter().filter_map(float_output).collect();
+    if outputs.is_empty() {
+        return Err(Error::InvalidConfig(format!("{}: the model has no float output", path.display())));
+    }
+    ModelLayout::new(inputs, outputs, batch, seq)
+}
+
+fn narrow(range: std::ops::RangeInclusive<usize>, dim: i64, name: &str, path: &Path) -> Result<std::ops::RangeInclusive<usize>> {
+    if dim < 0 {
+        return Ok(range);
+    }
+    let d = dim as usize;
+    if !range.contains(&d) {
+        return Err(Error::InvalidConfig(format!(
+            "{}: input '{name}' fixes a dimension to {d}, outside {}..={}",
+            path.display(),
+            range.start(),
+            range.end()
+        )));
+    }
+    Ok(d..=d)
+}
+
+fn float_output(t: &TensorInfo) -> Option<OutputSpec> {
+    let dtype = match t.element {
+        ElementType::F32 => DataType::Float,
+        ElementType::F16 => DataType::Half,
+        ElementType::BF16 => DataType::BF16,
+        _ => {
+            log::debug!("output '{}' is {}: not read by the text helpers", t.name, t.element);
+            return None;
+        }
+    };
+    Some(OutputSpec { name: t.name.clone(), dtype, rank: t.shape.len() })
+}
+
+impl Backend for OrtBackend {
+    fn name(&self) -> &str {
+        "onnxruntime"
+    }
+
+    fn layout(&self) -> &ModelLayout {
+        &self.layout
+    }
+
+    fn instances(&self) -> usize {
+        self.pool.size()
+    }
+
+    fn health(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn run(&self, fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {
+        let mut slot = self.pool.checkout();
+        let Slot { session, inputs } = &mut *slot;
+        let layout = {
+            let mut batch = EncodedBatch::new();
+            for (spec, host) in inputs.iter_mut() {
+                match host {
+                    HostTokens::I32(v) => batch.bind(spec.clone(), v)?,
+                    HostTokens::I64(v) => batch.bind(spec.clone(), v)?,
+                };
+            }
+            fill(&mut batch)?
+        };
+        self.layout.check_batch(layout.batch, layout.seq_len)?;
+        let n = layout.batch * layout.seq_len;
+        let shape = ndarray::IxDyn(&[layout.batch, layout.seq_len]);
+        let shape_err = |e: ndarray::ShapeError| Error::InvalidConfig(format!("token tensor shape: {e}"));
+        let mut feeds = Vec::with_capacity(inputs.len());
+        for (spec, host) in inputs.iter() {
+            let t = match host {
+                HostTokens::I32(v) => InputTensor::I32(ndarray::ArrayViewD::from_shape(shape.clone(), &v[..n]).map_err(shape_err)?),
+                HostTokens::I64(v) => InputTensor::I64(ndarray::ArrayViewD::from_shape(shape.clone(), &v[..n]).map_err(shape_err)?),
+            };
+            feeds.push((spec.name.as_str(), t));
+        }
+        let names: Vec<&str> = self.outputs.iter().map(String::as_str).collect();
+        // `read`'s own error is kept as it is (not folded into ONNX Runtime's).
+        let mut result = Ok(());
+        session.run_with(&feeds, Some(&names), |views| {
+            let mut outputs = Outputs::new();
+            for (name, v) in views {
+                let view = match v {
+                    OutputRef::F32(a) => OutputView::F32(a.view()),
+                    OutputRef::F16(a) => OutputView::F16(a.view()),
+                    OutputRef::BF16(a) => OutputView::BF16(a.view()),
+                    _ => continue,
+                };
+                outputs.push(name, view);
+            }
+            result = read(&layout, &outputs);
+            Ok(())
+        })?;
+        result
+    }
+}

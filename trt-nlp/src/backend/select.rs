@@ -1,0 +1,127 @@
+//! Which backend runs a model file: TensorRT where a GPU it can execute on is
+//! present, otherwise ONNX Runtime, and a log line that says which and why.
+//!
+//! | file | `Auto` | `TensorRt` | `OnnxRuntime` |
+//! |---|---|---|---|
+//! | plan | TensorRT (nothing else runs a plan) | TensorRT | error |
+//! | ONNX | TensorRT (plan built once through the engine cache) if every step works here, else ONNX Runtime | TensorRT, or the step that failed | ONNX Runtime |
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use trt::cuda::Device;
+use trt::{Builder, EngineCache, OnnxParser, ProfileSpec, Runtime, SerializedEngine, ShapeRange};
+
+use super::onnxruntime::{OrtBackend, OrtBackendOptions};
+use super::tensorrt::TensorRtBackend;
+use super::Backend;
+use crate::{Error, Result};
+
+/// Which executor to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum BackendChoice {
+    /// TensorRT where it can run here, else ONNX Runtime.
+    #[default]
+    Auto,
+    /// TensorRT only.
+    TensorRt,
+    /// ONNX Runtime only.
+    OnnxRuntime,
+}
+
+impl std::str::FromStr for BackendChoice {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "tensorrt" | "trt" => Ok(Self::TensorRt),
+            "onnxruntime" | "ort" => Ok(Self::OnnxRuntime),
+            other => Err(Error::InvalidConfig(format!("unknown backend '{other}' (auto, tensorrt, onnxruntime)"))),
+        }
+    }
+}
+
+/// Settings for [`open`].
+#[derive(Debug, Clone, Default)]
+pub struct BackendOptions {
+    /// ONNX Runtime: sessions, threads, provider; `max_batch` and `max_seq`
+    /// also bound the TensorRT profile built from an ONNX file.
+    pub onnxruntime: OrtBackendOptions,
+    /// TensorRT execution contexts (0: as many as ONNX Runtime sessions).
+    pub contexts: usize,
+    /// Where plans built from ONNX files are kept (default: `cache/` in the setup folder).
+    pub engine_cache: Option<PathBuf>,
+}
+
+/// The backend for `model` (a plan or an ONNX file) under `choice`.
+pub fn open(model: &Path, choice: BackendChoice, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
+    let plan = is_plan(model);
+    match (choice, plan) {
+        (BackendChoice::OnnxRuntime, true) => Err(Error::InvalidConfig(format!(
+            "{} is a TensorRT plan; ONNX Runtime runs ONNX files",
+            model.display()
+        ))),
+        (BackendChoice::OnnxRuntime, false) => onnxruntime(model, options),
+        (_, true) | (BackendChoice::TensorRt, false) => {
+            let backend = tensorrt(model, plan, options)?;
+            log::info!("{}: backend tensorrt", model.display());
+            Ok(backend)
+        }
+        (_, false) => match tensorrt(model, false, options) {
+            Ok(backend) => {
+                log::info!("{}: backend tensorrt", model.display());
+                Ok(backend)
+            }
+            Err(why) => {
+                log::info!("{}: backend onnxruntime (TensorRT cannot run it here: {why})", model.display());
+                onnxruntime(model, options)
+            }
+        },
+    }
+}
+
+fn onnxruntime(model: &Path, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(OrtBackend::new(model, &options.onnxruntime)?))
+}
+
+/// TensorRT on GPU 0, each step's failure a typed error (the caller may fall back).
+fn tensorrt(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
+    if !trt::cuda::driver_available() {
+        return Err(Error::InvalidConfig("no CUDA driver on this machine".into()));
+    }
+    let device = Device::new(0)?;
+    let bytes = if plan {
+        SerializedEngine::load(model)?
+    } else {
+        build_plan(model, options)?
+    };
+    let engine = Runtime::new()?.deserialize_on(bytes.as_bytes(), &device)?;
+    let contexts = if options.contexts == 0 { options.onnxruntime.sessions.max(1) } else { options.contexts };
+    Ok(Arc::new(TensorRtBackend::new(&engine, &device, contexts)?))
+}
+
+/// The plan of an ONNX file, from the engine cache or built into it, with one
+/// profile over every dynamic input: batch 1..=max_batch, sequence 1..=max_seq.
+fn build_plan(model: &Path, options: &BackendOptions) -> Result<SerializedEngine> {
+    let builder = Builder::new()?;
+    let dynamic: Vec<String> = {
+        let parsed = OnnxParser::parse_file(&builder, model)?;
+        parsed.network().inputs().into_iter().filter(|i| i.is_dynamic()).map(|i| i.name).collect()
+    };
+    let names: Vec<&str> = dynamic.iter().map(String::as_str).collect();
+    let (b, s) = (options.onnxruntime.max_batch.max(1) as i64, options.onnxruntime.max_seq.max(1) as i64);
+    let range = ShapeRange::new(&[1, 1], &[b.min(8), s.min(128)], &[b, s]);
+    let spec = ProfileSpec::new().with_all(&names, range);
+    let cache = EngineCache::new(options.engine_cache.clone().unwrap_or_else(|| trt::setup_dir().join("cache")));
+    let (plan, _) = cache.get_or_build(&builder, model, |config| {
+        config.add_profile(spec)?;
+        Ok(())
+    })?;
+    Ok(plan)
+}
+
+/// Whether `path` names a TensorRT plan (`.plan`, `.engine`, `.trt`).
+pub(crate) fn is_plan(path: &Path) -> bool {
+    matches!(path.extension().and_then(|e| e.to_str()), Some("plan" | "engine" | "trt"))
+}

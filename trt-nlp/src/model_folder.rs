@@ -1,0 +1,119 @@
+//! A Hugging Face style model folder: the model file and the files beside it
+//! that say how to use it.
+//!
+//! | file | gives |
+//! |---|---|
+//! | `model.plan` / `model.engine` / `model.onnx` (or the file named) | the model |
+//! | `tokenizer.json` | the tokenizer |
+//! | `config.json` | `id2label` (labels), `max_position_embeddings` (longest sequence) |
+//! | `1_Pooling/config.json` | sentence-transformers pooling (default: mean) |
+//! | `modules.json` | whether sentence-transformers normalises (a `Normalize` module); without the file, embeddings are normalised |
+
+use std::path::{Path, PathBuf};
+
+use std::sync::Arc;
+
+use crate::backend::{self, is_plan, Backend, BackendChoice, BackendOptions};
+use crate::{Error, Labels, Pooling, Result};
+
+/// What a model folder holds.
+#[derive(Debug, Clone)]
+pub struct ModelFolder {
+    /// The folder.
+    pub dir: PathBuf,
+    /// The model file (a plan or an ONNX file).
+    pub model: PathBuf,
+    /// `tokenizer.json`.
+    pub tokenizer: PathBuf,
+    /// Class names (`LABEL_i` where `config.json` gives none).
+    pub labels: Labels,
+    /// How hidden states become one vector per text.
+    pub pooling: Pooling,
+    /// Whether embeddings are L2-normalised.
+    pub normalize: bool,
+    /// `max_position_embeddings` from `config.json`, when present.
+    pub max_positions: Option<usize>,
+}
+
+#[derive(serde::Deserialize)]
+struct HfConfig {
+    max_position_embeddings: Option<usize>,
+}
+
+#[derive(serde::Deserialize)]
+struct StModule {
+    #[serde(rename = "type", default)]
+    kind: String,
+}
+
+/// Model file names looked for in a folder, in order of preference.
+const MODEL_FILES: [&str; 3] = ["model.plan", "model.engine", "model.onnx"];
+
+impl ModelFolder {
+    /// Opens `path`: a folder (its model file is found by name), or a model
+    /// file (its folder holds the rest). Missing files are named in the error.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, None)
+    }
+
+    /// [`open`](Self::open), with a tokenizer given rather than looked for.
+    pub fn open_with(path: impl AsRef<Path>, tokenizer: Option<PathBuf>) -> Result<Self> {
+        let path = path.as_ref();
+        let meta = std::fs::metadata(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+        let (dir, model) = if meta.is_dir() {
+            let model = MODEL_FILES.iter().map(|f| path.join(f)).find(|p| p.is_file()).ok_or_else(|| {
+                Error::InvalidConfig(format!("{} holds no model file (looked for {})", path.display(), MODEL_FILES.join(", ")))
+            })?;
+            (path.to_owned(), model)
+        } else {
+            let dir = path.parent().map(Path::to_owned).unwrap_or_else(|| PathBuf::from("."));
+            (dir, path.to_owned())
+        };
+        Self::with_model(dir, model, tokenizer)
+    }
+
+    /// The files of `dir` for the model file `model`; `tokenizer`, when
+    /// given, instead of the folder's `tokenizer.json`.
+    pub fn with_model(dir: PathBuf, model: PathBuf, tokenizer: Option<PathBuf>) -> Result<Self> {
+        let tokenizer = tokenizer.unwrap_or_else(|| dir.join("tokenizer.json"));
+        if !tokenizer.is_file() {
+            return Err(Error::InvalidConfig(format!(
+                "{} is missing: a tokenizer.json beside the model, or one given (--tokenizer)",
+                tokenizer.display()
+            )));
+        }
+        let config = dir.join("config.json");
+        let (labels, max_positions) = if config.is_file() {
+            let c: HfConfig = crate::postprocess::read_json_config(&config)?;
+            (Labels::from_config_file(&config)?, c.max_position_embeddings)
+        } else {
+            (Labels::default(), None)
+        };
+        let pooling_config = dir.join("1_Pooling").join("config.json");
+        let pooling = if pooling_config.is_file() { Pooling::from_config_file(&pooling_config)? } else { Pooling::Mean };
+        let modules = dir.join("modules.json");
+        let normalize = if modules.is_file() {
+            let m: Vec<StModule> = crate::postprocess::read_json_config(&modules)?;
+            m.iter().any(|m| m.kind.ends_with(".Normalize"))
+        } else {
+            true
+        };
+        Ok(ModelFolder { dir, model, tokenizer, labels, pooling, normalize, max_positions })
+    }
+
+    /// Whether the model file is a TensorRT plan (by its extension).
+    pub fn is_plan(&self) -> bool {
+        is_plan(&self.model)
+    }
+
+    /// The backend for the folder's model ([`backend::open`]); the longest
+    /// sequence is capped at `max_position_embeddings` where `config.json` gives it.
+    pub fn backend(&self, choice: BackendChoice, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
+        let mut options = options.clone();
+        if let Some(p) = self.max_positions {
+            options.onnxruntime.max_seq = options.onnxruntime.max_seq.min(p);
+        }
+        backend::open(&self.model, choice, &options)
+    }
+}
+
