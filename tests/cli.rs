@@ -473,34 +473,66 @@ fn bench_without_a_usable_gpu_says_so() {
 }
 
 #[test]
-fn classify_and_embed_check_their_inputs_then_need_a_gpu() {
+fn classify_and_embed_check_their_inputs_first() {
     let tokenizer = generated("models/minilm/tokenizer.json");
-    let config = generated("models/minilm/config.json");
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("m.plan");
     std::fs::write(&plan, b"a plan").unwrap();
     // A bad tokenizer is reported first, naming it.
-    let o = run(&[
-        "classify",
-        p(&plan),
-        "--tokenizer",
-        p(&dir.path().join("nope.json")),
-        "hello",
-    ]);
+    let o = run(&["classify", p(&plan), "--tokenizer", p(&dir.path().join("nope.json")), "hello"]);
     assert_user_error(&o, &["nope.json"]);
+    // A plan needs TensorRT: without a GPU it can run on, the reason is named.
     for cmd in ["classify", "embed"] {
-        let mut args = vec![cmd, p(&plan), "--tokenizer", p(&tokenizer)];
-        if cmd == "classify" {
-            args.extend(["--labels", p(&config)]);
+        let o = run(&[cmd, p(&plan), "--tokenizer", p(&tokenizer), "hello"]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        if !gpu_present() {
+            assert_user_error(&o, &["m.plan", "no CUDA driver"]);
         }
-        args.push("hello");
-        let o = run(&args);
-        if gpu_present() {
-            assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-        } else {
-            assert_user_error(&o, &[&format!("trt {cmd} needs a GPU")]);
-        }
+        // ONNX Runtime does not run plans.
+        let o = run(&[cmd, p(&plan), "--tokenizer", p(&tokenizer), "--backend", "onnxruntime", "hello"]);
+        assert_user_error(&o, &["m.plan", "is a TensorRT plan"]);
     }
+    // A folder without a model.
+    assert_user_error(&run(&["embed", p(dir.path()), "hi"]), &["holds no model file"]);
+}
+
+#[test]
+fn classify_and_embed_run_on_onnxruntime_and_print_json() {
+    let model = generated("models/minilm");
+    let o = run(&["classify", p(&model), "--backend", "onnxruntime", "--json", "-k", "2", "This is a test.", "Hi"]);
+    assert_ok(&o);
+    assert!(stderr(&o).contains("backend: onnxruntime"), "{}", stderr(&o));
+    let lines: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["text"], "This is a test.");
+    assert_eq!(lines[0]["logits"].as_array().unwrap().len(), 2);
+    let labels = lines[0]["labels"].as_array().unwrap();
+    assert_eq!(labels.len(), 2);
+    assert!(labels[0]["label"].as_str().unwrap().starts_with("LABEL_"));
+    assert!(labels[0]["score"].as_f64().unwrap() >= labels[1]["score"].as_f64().unwrap());
+
+    // Texts from stdin, one per line; the FP16 ONNX file directly (its folder gives the tokenizer).
+    let o = run_with_stdin(&["embed", p(&model.join("model_fp16.onnx")), "--json"], "one\ntwo\nthree\n");
+    assert_ok(&o);
+    let lines: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 3);
+    let e = lines[2]["embedding"].as_array().unwrap();
+    assert_eq!(e.len(), 384);
+    let norm: f64 = e.iter().map(|v| v.as_f64().unwrap().powi(2)).sum::<f64>().sqrt();
+    assert!((norm - 1.0).abs() < 1e-3, "embeddings are L2-normalised: {norm}");
+}
+
+#[test]
+fn a_missing_or_foreign_onnxruntime_library_is_a_clear_error() {
+    let model = generated("models/minilm");
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("libonnxruntime.so.1");
+    let o = trt_cmd(&["embed", p(&model), "--backend", "onnxruntime", "hi"]).env("ORT_DYLIB_PATH", &missing).output().unwrap();
+    assert_user_error(&o, &["ONNX Runtime library not found", "libonnxruntime.so.1"]);
+    // A shared library that is not ONNX Runtime.
+    let foreign = ["/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6"].into_iter().find(|f| Path::new(f).exists()).unwrap();
+    let o = trt_cmd(&["embed", p(&model), "--backend", "onnxruntime", "hi"]).env("ORT_DYLIB_PATH", foreign).output().unwrap();
+    assert_user_error(&o, &["not ONNX Runtime", "libm.so.6"]);
 }
 
 /// The Python `tokenizers` package's ids and masks for `texts`, no padding,
@@ -644,7 +676,7 @@ fn tokenize_errors_name_the_file_or_the_flag() {
 }
 
 #[test]
-fn demo_builds_inspects_and_explains_what_it_cannot_run() {
+fn demo_builds_inspects_and_classifies_on_whichever_backend_runs() {
     let cache = tempfile::tempdir().unwrap();
     let dir = p(cache.path());
     let first = run(&["demo", "--cache-dir", dir]);
@@ -658,7 +690,9 @@ fn demo_builds_inspects_and_explains_what_it_cannot_run() {
             out.contains("TensorRT cannot deserialize it on this machine"),
             "{out}"
         );
-        assert!(out.contains("classify and embed: skipped"), "{out}");
+    }
+    for variant in ["fp32", "fp16"] {
+        assert!(out.contains(&format!("check vs Python onnxruntime ({variant})")) && out.contains("): ok"), "{out}");
     }
     println!("{out}");
     let second = run(&["demo", "--cache-dir", dir]);

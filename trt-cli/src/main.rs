@@ -7,8 +7,8 @@
 //! | `trt inspect FILE [--json]` | I/O tensors and layers of an ONNX model or a plan | plans only |
 //! | `trt bench PLAN` | latency percentiles, throughput, transfer split | yes |
 //! | `trt tokenize --tokenizer tokenizer.json` | token ids as JSON lines | no |
-//! | `trt classify` / `trt embed` | text to labels / embeddings | yes |
-//! | `trt demo` | the embedded default model end to end | build + inspect: no |
+//! | `trt classify` / `trt embed` | text to labels / embeddings, on TensorRT or ONNX Runtime | no (ONNX Runtime) |
+//! | `trt demo` | the embedded default model end to end | no (runs on ONNX Runtime where TensorRT cannot) |
 //!
 //! Errors are one line, `error: ...`, naming the file or tensor and the cause;
 //! exit code 1, or 2 for usage errors (clap's).
@@ -50,9 +50,9 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Tokenize texts into input_ids and attention_mask (one JSON line per text).
     Tokenize(cmd::tokenize::Args),
-    /// Classify texts with a sequence-classification plan.
+    /// Classify texts with a sequence-classification model (plan, ONNX or model folder).
     Classify(cmd::nlp::ClassifyArgs),
-    /// Embed texts with an encoder plan (sentence embeddings).
+    /// Embed texts with an encoder model (plan, ONNX or model folder): sentence embeddings.
     Embed(cmd::nlp::EmbedArgs),
     /// Build, inspect and (where the GPU allows) run the embedded default model.
     Demo(cmd::demo::Args),

@@ -6,20 +6,28 @@
 //!    run loads them instead of building;
 //! 2. inspects them: the network's I/O, and the engine itself where TensorRT
 //!    can deserialize it here;
-//! 3. where the GPU can run them, classifies and embeds a few sample texts.
+//! 3. classifies and embeds the reference texts on each variant, on TensorRT
+//!    where the engine deserialized on this GPU, else on ONNX Runtime (saying
+//!    why), printing labels, scores and the cosine-similarity matrix, and
+//!    checks them against the Python onnxruntime outputs setup wrote
+//!    (`reference.json`): exit 1 if they differ beyond the variant's tolerance.
 //!
-//! On a machine without a GPU TensorRT can run on, steps 2 (engine part) and 3
-//! say exactly why they cannot run (the typed error) and the demo exits 0:
-//! its job there is the build and the inspection.
+//! On a machine without a GPU TensorRT can run on, step 2's engine part says
+//! exactly why it cannot run (the typed error); step 3 runs on ONNX Runtime.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use std::sync::Arc;
+
 use trt::{Builder, CacheOutcome, EngineCache, ProfileSpec, ShapeRange};
+use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
+use trt_nlp::backend::tensorrt::TensorRtBackend;
+use trt_nlp::backend::Backend;
+use trt_nlp::{Classifier, Embedder, HelperOptions, ModelFolder};
 
 use crate::cmd::inspect::{self, OnnxInfo};
-use crate::cmd::nlp::{self, Task};
-use crate::error::Result;
+use crate::error::{CliError, Result};
 use crate::gpu;
 use crate::locate;
 use crate::output::{self, emit};
@@ -40,12 +48,6 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
 }
-
-const SAMPLES: [&str; 3] = [
-    "TensorRT makes this encoder fast.",
-    "The weather is lovely today.",
-    "这是一个测试句子。",
-];
 
 /// The demo's profile for every dynamic input.
 fn profile(dynamic: &[&str]) -> ProfileSpec {
@@ -131,24 +133,116 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
 
-    // 3: run, where the GPU allows.
-    let texts: Vec<String> = SAMPLES.iter().map(|s| (*s).to_owned()).collect();
-    let Ok((device, _)) = &gpu else {
-        emit("\nclassify and embed: skipped, no GPU TensorRT can run on (see GPU above)\n");
-        return Ok(());
-    };
-    if engines.is_empty() {
-        emit("\nclassify and embed: skipped, TensorRT could not deserialize the engines on this GPU (reasons above)\n");
-        return Ok(());
+    // 3: classify and embed on TensorRT where an engine runs here, else ONNX Runtime.
+    let folder = ModelFolder::open(model_dir.join("model.onnx"))?;
+    let reference = Reference::load(&model_dir.join("reference.json"))?;
+    let device = gpu.as_ref().ok().map(|(d, _)| d);
+    for (label, onnx, _) in &plans {
+        let engine = engines.iter().find(|(l, _, _)| l == &label).map(|(_, _, e)| e);
+        let backend: Arc<dyn Backend> = match (engine, device) {
+            (Some(engine), Some(device)) => Arc::new(TensorRtBackend::new(engine, device, 1)?),
+            _ => Arc::new(OrtBackend::new(onnx, &OrtBackendOptions::default())?),
+        };
+        let why = if backend.name() == "tensorrt" { String::new() } else { " (TensorRT cannot run the engine here, see above)".into() };
+        emit(&format!("\n{label} on {}{why}:\n", backend.name()));
+        run_variant(label, backend, &folder, &reference)?;
     }
-    let tokenizer = model_dir.join("tokenizer.json");
-    let labels = trt_nlp::Labels::from_config_file(model_dir.join("config.json"))?;
-    for (label, _, engine) in &engines {
-        for task in [Task::Classify, Task::Embed] {
-            if let Err(e) = nlp::infer(task, device, engine, &tokenizer, Some(&labels), &texts) {
-                emit(&format!("{label} {task:?}: {e}\n"));
-            }
+    Ok(())
+}
+
+/// The Python onnxruntime outputs setup wrote for the reference texts.
+struct Reference {
+    texts: Vec<String>,
+    logits: Vec<(String, Vec<Vec<f32>>)>,
+    embeddings: Vec<(String, Vec<Vec<f32>>)>,
+}
+
+impl Reference {
+    fn load(path: &Path) -> Result<Self> {
+        let bad = |what: &str| CliError::new(format!("{}: {what}; run scripts/setup", path.display()));
+        let text = std::fs::read(path).map_err(|e| CliError::new(format!("cannot read {}: {e}; run scripts/setup", path.display())))?;
+        let v: serde_json::Value = serde_json::from_slice(&text).map_err(|e| bad(&e.to_string()))?;
+        let texts = v["texts"].as_array().ok_or_else(|| bad("no texts"))?.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect();
+        let rows = |variant: &str, what: &str| -> Result<Vec<Vec<f32>>> {
+            let m = v["outputs"][variant][what].as_array().ok_or_else(|| bad(&format!("no {variant} {what}")))?;
+            Ok(m.iter().map(|r| r.as_array().map(|r| r.iter().filter_map(|x| x.as_f64()).map(|x| x as f32).collect()).unwrap_or_default()).collect())
+        };
+        let (mut logits, mut embeddings) = (Vec::new(), Vec::new());
+        for variant in ["fp32", "fp16"] {
+            logits.push((variant.to_owned(), rows(variant, "logits")?));
+            embeddings.push((variant.to_owned(), rows(variant, "embeddings")?));
+        }
+        Ok(Reference { texts, logits, embeddings })
+    }
+
+    fn of<'a>(set: &'a [(String, Vec<Vec<f32>>)], variant: &str) -> &'a [Vec<f32>] {
+        set.iter().find(|(v, _)| v == variant).map(|(_, r)| r.as_slice()).unwrap_or(&[])
+    }
+}
+
+/// Largest absolute difference between rows (and whether the shapes agree).
+fn max_diff(got: &[Vec<f32>], want: &[Vec<f32>]) -> Option<f32> {
+    if got.len() != want.len() || got.iter().zip(want).any(|(a, b)| a.len() != b.len()) {
+        return None;
+    }
+    Some(got.iter().zip(want).flat_map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x - y).abs())).fold(0.0, f32::max))
+}
+
+/// Classify and embed the reference texts on `backend`, print, check.
+fn run_variant(variant: &str, backend: Arc<dyn Backend>, folder: &ModelFolder, reference: &Reference) -> Result<()> {
+    let options = HelperOptions::default();
+    let classifier = Classifier::new(backend.clone(), &folder.tokenizer, folder.labels.clone(), &options)?;
+    let embedder = Embedder::new(backend.clone(), &folder.tokenizer, folder.pooling, folder.normalize, &options)?;
+    let texts = &reference.texts;
+    let predictions = classifier.predict(texts, 2)?;
+    let embeddings = embedder.embed(texts)?;
+    let short = |t: &str| {
+        let s: String = t.chars().take(48).collect();
+        if s.len() < t.len() { format!("{s}...") } else { s }
+    };
+    let mut out = String::new();
+    for (i, (t, p)) in texts.iter().zip(&predictions).enumerate() {
+        let labels: Vec<String> = p.top.iter().map(|l| format!("{} {:.4}", l.label, l.score)).collect();
+        let quoted = format!("\"{}\"", short(t).replace('\n', " "));
+        let pad = 53usize.saturating_sub(quoted.chars().count());
+        out.push_str(&format!("  #{i} {quoted}{:pad$} {}\n", "", labels.join(", ")));
+    }
+    out.push_str("  cosine similarity of the embeddings:\n       ");
+    for j in 0..texts.len() {
+        out.push_str(&format!(" #{j:<4}"));
+    }
+    out.push('\n');
+    for (i, a) in embeddings.rows().into_iter().enumerate() {
+        out.push_str(&format!("    #{i:<2}"));
+        for b in embeddings.rows() {
+            out.push_str(&format!(" {:>5.2}", a.dot(&b)));
+        }
+        out.push('\n');
+    }
+    // The check against Python onnxruntime: ONNX Runtime from Rust is the same
+    // library (1e-5); a TensorRT engine differs by kernel choice (FP32 1e-3,
+    // FP16 1e-2, what tests/execution.rs allows).
+    let tolerance = match (backend.name(), variant) {
+        ("onnxruntime", _) => 1e-5,
+        (_, "fp32") => 1e-3,
+        _ => 1e-2,
+    };
+    let logits: Vec<Vec<f32>> = predictions.iter().map(|p| p.logits.clone()).collect();
+    let rows: Vec<Vec<f32>> = embeddings.rows().into_iter().map(|r| r.to_vec()).collect();
+    let d_logits = max_diff(&logits, Reference::of(&reference.logits, variant));
+    let d_emb = max_diff(&rows, Reference::of(&reference.embeddings, variant));
+    match (d_logits, d_emb) {
+        (Some(l), Some(e)) if l <= tolerance && e <= tolerance => out.push_str(&format!(
+            "  check vs Python onnxruntime ({variant}): logits max diff {l:.2e}, embeddings max diff {e:.2e} (tolerance {tolerance:.0e}): ok\n"
+        )),
+        (l, e) => {
+            emit(&out);
+            return Err(CliError::new(format!(
+                "{variant} on {}: outputs differ from the Python onnxruntime reference beyond {tolerance:.0e} (logits {l:?}, embeddings {e:?})",
+                backend.name()
+            )));
         }
     }
+    emit(&out);
     Ok(())
 }

@@ -1,150 +1,161 @@
-//! `trt classify PLAN --tokenizer tokenizer.json [--labels config.json] [TEXT ...]`
-//! and `trt embed PLAN --tokenizer tokenizer.json [TEXT ...]` (texts from the
-//! arguments, else stdin lines).
+//! `trt classify MODEL [TEXT ...]` and `trt embed MODEL [TEXT ...]`: texts
+//! from the arguments, else one per line of stdin.
 //!
-//! Everything that needs no GPU is checked first (tokenizer, labels), then the
-//! GPU and the plan ([`open`]); [`infer`] runs trt-nlp's `Classifier` /
-//! `Embedder`.
+//! MODEL is a plan, an ONNX file or a model folder; the tokenizer, labels and
+//! pooling default to the files beside it ([`trt_nlp::ModelFolder`]).
+//! `--backend auto` runs TensorRT where it can execute here and ONNX Runtime
+//! otherwise, and says which on stderr. Everything that needs no model is
+//! checked first (tokenizer, labels), so a typo fails fast.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use trt::cuda::Device;
-use trt::Engine;
 use serde_json::json;
-use trt_nlp::{Classifier, Embedder, HelperOptions, Labels, Pooling};
+use trt_nlp::backend::{Backend, BackendChoice, BackendOptions};
+use trt_nlp::{Classification, Classifier, Embedder, HelperOptions, Labels, ModelFolder};
 
 use crate::cmd::tokenize::for_each_chunk;
+use crate::error::{CliError, Result};
+use crate::output::emit;
 
-use crate::error::Result;
-use crate::gpu;
+/// Which executor runs the model (`--backend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum BackendArg {
+    /// TensorRT where a GPU it can execute on is present, else ONNX Runtime.
+    #[default]
+    Auto,
+    /// TensorRT only (plans, or ONNX built into a plan through the engine cache).
+    Tensorrt,
+    /// ONNX Runtime only (ONNX files).
+    Onnxruntime,
+}
+
+impl From<BackendArg> for BackendChoice {
+    fn from(b: BackendArg) -> Self {
+        match b {
+            BackendArg::Auto => BackendChoice::Auto,
+            BackendArg::Tensorrt => BackendChoice::TensorRt,
+            BackendArg::Onnxruntime => BackendChoice::OnnxRuntime,
+        }
+    }
+}
+
+/// What classify and embed share: the model, where its files are, the backend.
+#[derive(Debug, clap::Args)]
+pub struct ModelArgs {
+    /// A plan, an ONNX file or a model folder (model.plan / model.onnx, tokenizer.json, config.json).
+    pub model: PathBuf,
+
+    /// The Hugging Face tokenizer [default: tokenizer.json beside the model].
+    #[arg(long, value_name = "tokenizer.json")]
+    pub tokenizer: Option<PathBuf>,
+
+    /// Which executor runs the model.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+
+    /// Batches that run at once (TensorRT contexts / ONNX Runtime sessions).
+    #[arg(long, default_value_t = 1)]
+    pub instances: usize,
+
+    /// Print one JSON object per text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Texts [default: the lines of stdin].
+    pub texts: Vec<String>,
+}
 
 /// Arguments of `trt classify`.
 #[derive(Debug, clap::Args)]
 pub struct ClassifyArgs {
-    /// A plan of a sequence-classification model (logits output).
-    pub plan: PathBuf,
+    #[command(flatten)]
+    pub model: ModelArgs,
 
-    /// The Hugging Face tokenizer file.
-    #[arg(long, value_name = "tokenizer.json")]
-    pub tokenizer: PathBuf,
-
-    /// The model's config.json, for label names (id2label) [default: LABEL_n].
+    /// The model's config.json, for label names (id2label) [default: config.json beside the model, else LABEL_n].
     #[arg(long, value_name = "config.json")]
     pub labels: Option<PathBuf>,
 
-    /// Texts to classify [default: the lines of stdin].
-    pub texts: Vec<String>,
+    /// How many labels to print per text.
+    #[arg(long, short = 'k', default_value_t = 2)]
+    pub top: usize,
 }
 
 /// Arguments of `trt embed`.
 #[derive(Debug, clap::Args)]
 pub struct EmbedArgs {
-    /// A plan of an encoder model (last_hidden_state output).
-    pub plan: PathBuf,
-
-    /// The Hugging Face tokenizer file.
-    #[arg(long, value_name = "tokenizer.json")]
-    pub tokenizer: PathBuf,
-
-    /// Texts to embed [default: the lines of stdin].
-    pub texts: Vec<String>,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
-/// What a text-to-answer command does with the engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Task {
-    /// Labels with probabilities.
-    Classify,
-    /// Sentence embeddings.
-    Embed,
-}
-
-impl Task {
-    fn command(self) -> &'static str {
-        match self {
-            Task::Classify => "trt classify",
-            Task::Embed => "trt embed",
-        }
-    }
-}
-
-/// GPU 0 and the engine of `plan` on it, or why it cannot run here.
-pub fn open(task: Task, plan: &Path) -> Result<(Device, Engine)> {
-    let bytes = gpu::read_plan(plan)?;
-    let (device, gpu) = gpu::require(task.command())?;
-    let engine = gpu::load_engine(plan, &bytes, &device, &gpu)?;
-    Ok((device, engine))
-}
-
-/// Run `texts` (empty: the lines of stdin) through `engine` on `device` and
-/// print one JSON line per text: `{"text", "label", "score", "top"}` for
-/// classify, `{"text", "embedding"}` (mean-pooled, L2-normalised) for embed.
-pub fn infer(
-    task: Task,
-    device: &Device,
-    engine: &Engine,
-    tokenizer: &Path,
-    labels: Option<&Labels>,
-    texts: &[String],
-) -> Result<()> {
-    let options = HelperOptions::default();
-    match task {
-        Task::Classify => {
-            let labels = labels.cloned().unwrap_or_default();
-            let classifier = Classifier::new(engine, device, tokenizer, labels, &options)?;
-            for_each_chunk(texts, |chunk| {
-                for (text, preds) in chunk.iter().zip(classifier.classify(chunk, 5)?) {
-                    let best = preds.first();
-                    let top: Vec<_> = preds.iter().map(|p| json!({"label": p.label, "score": p.score})).collect();
-                    println!(
-                        "{}",
-                        json!({"text": text, "label": best.map(|p| p.label.clone()), "score": best.map(|p| p.score), "top": top})
-                    );
-                }
-                Ok(())
-            })
-        }
-        Task::Embed => {
-            let embedder = Embedder::new(engine, device, tokenizer, Pooling::Mean, true, &options)?;
-            for_each_chunk(texts, |chunk| {
-                let rows = embedder.embed(chunk)?;
-                for (text, row) in chunk.iter().zip(rows.rows()) {
-                    println!("{}", json!({"text": text, "embedding": row.to_vec()}));
-                }
-                Ok(())
-            })
-        }
-    }
-}
-
-fn check_tokenizer(path: &Path) -> Result<()> {
+/// The model folder for `args`, with `--tokenizer` / `--labels` overriding
+/// the files beside the model. Checked before any model is loaded.
+fn folder(args: &ModelArgs, labels: Option<&Path>) -> Result<ModelFolder> {
+    let mut folder = ModelFolder::open_with(&args.model, args.tokenizer.clone())?;
     // Loads the file the way every use will (errors name it).
-    trt_nlp::TokenizerPipeline::builder(512).from_file(path)?;
-    Ok(())
+    trt_nlp::TokenizerPipeline::builder(512).from_file(&folder.tokenizer)?;
+    if let Some(l) = labels {
+        folder.labels = Labels::from_config_file(l)?;
+    }
+    Ok(folder)
+}
+
+/// The backend for the folder's model, announced on stderr.
+pub fn backend(folder: &ModelFolder, choice: BackendChoice, instances: usize) -> Result<Arc<dyn Backend>> {
+    let mut options = BackendOptions::default();
+    options.onnxruntime.sessions = instances.max(1);
+    options.contexts = instances.max(1);
+    let backend = folder.backend(choice, &options).map_err(|e| CliError::new(format!("{}: {e}", folder.model.display())))?;
+    eprintln!("backend: {} ({})", backend.name(), folder.model.display());
+    Ok(backend)
+}
+
+/// One text's classification as the JSON line `--json` prints.
+pub fn classification_json(text: &str, c: &Classification) -> serde_json::Value {
+    let labels: Vec<_> = c.top.iter().map(|p| json!({"label": p.label, "score": p.score})).collect();
+    json!({"text": text, "logits": c.logits, "labels": labels})
 }
 
 /// `trt classify`.
 pub fn classify(args: ClassifyArgs) -> Result<()> {
-    check_tokenizer(&args.tokenizer)?;
-    let labels = args
-        .labels
-        .as_deref()
-        .map(Labels::from_config_file)
-        .transpose()?;
-    let (device, engine) = open(Task::Classify, &args.plan)?;
-    infer(
-        Task::Classify,
-        &device,
-        &engine,
-        &args.tokenizer,
-        labels.as_ref(),
-        &args.texts,
-    )
+    let folder = folder(&args.model, args.labels.as_deref())?;
+    let backend = backend(&folder, args.model.backend.into(), args.model.instances)?;
+    let classifier = Classifier::new(backend, &folder.tokenizer, folder.labels.clone(), &HelperOptions::default())?;
+    let k = args.top.max(1);
+    for_each_chunk(&args.model.texts, |chunk| {
+        let mut out = String::new();
+        for (text, c) in chunk.iter().zip(classifier.predict(chunk, k)?) {
+            if args.model.json {
+                out.push_str(&classification_json(text, &c).to_string());
+            } else {
+                let labels: Vec<String> = c.top.iter().map(|p| format!("{} {:.4}", p.label, p.score)).collect();
+                out.push_str(&format!("{}\t{}", labels.join(", "), text));
+            }
+            out.push('\n');
+        }
+        emit(&out);
+        Ok(())
+    })
 }
 
 /// `trt embed`.
 pub fn embed(args: EmbedArgs) -> Result<()> {
-    check_tokenizer(&args.tokenizer)?;
-    let (device, engine) = open(Task::Embed, &args.plan)?;
-    infer(Task::Embed, &device, &engine, &args.tokenizer, None, &args.texts)
+    let folder = folder(&args.model, None)?;
+    let backend = backend(&folder, args.model.backend.into(), args.model.instances)?;
+    let embedder = Embedder::new(backend, &folder.tokenizer, folder.pooling, folder.normalize, &HelperOptions::default())?;
+    for_each_chunk(&args.model.texts, |chunk| {
+        let rows = embedder.embed(chunk)?;
+        let mut out = String::new();
+        for (text, row) in chunk.iter().zip(rows.rows()) {
+            if args.model.json {
+                out.push_str(&json!({"text": text, "embedding": row.to_vec()}).to_string());
+            } else {
+                let head: Vec<String> = row.iter().take(4).map(|v| format!("{v:.4}")).collect();
+                out.push_str(&format!("[{}, ... {} values]\t{}", head.join(", "), row.len(), text));
+            }
+            out.push('\n');
+        }
+        emit(&out);
+        Ok(())
+    })
 }
