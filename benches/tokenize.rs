@@ -30,9 +30,12 @@ use std::time::Instant;
 use trt::DataType;
 use trt_nlp::{EncodedBatch, InputSpec, TokenizerPipeline};
 
+#[path = "support/texts.rs"]
+mod texts;
+use texts::{generate_texts, SEED};
+
 const BATCH: usize = 64;
 const MAX_LEN: usize = 128;
-const SEED: u64 = 0x5EED_2024;
 
 fn env_usize(name: &str, default: usize) -> usize {
     match std::env::var(name) {
@@ -54,56 +57,6 @@ fn require(path: PathBuf) -> PathBuf {
         path.display()
     );
     path
-}
-
-/// xorshift64*: deterministic across platforms, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-/// Sentence-like texts of 5-60 whole words from the vocabulary, with some
-/// capitals and punctuation.
-fn generate_texts(pipeline: &TokenizerPipeline, n: usize) -> Vec<String> {
-    let mut words: Vec<String> = pipeline
-        .tokenizer()
-        .get_vocab(false)
-        .into_keys()
-        .filter(|w| w.len() >= 2 && w.chars().all(|c| c.is_ascii_alphabetic()))
-        .collect();
-    words.sort_unstable(); // HashMap order is random; the texts must not be
-    let mut rng = Rng(SEED);
-    (0..n)
-        .map(|_| {
-            let count = 5 + rng.below(56);
-            let mut text = String::new();
-            for i in 0..count {
-                let word = &words[rng.below(words.len())];
-                if i == 0 {
-                    text.push_str(&word[..1].to_ascii_uppercase());
-                    text.push_str(&word[1..]);
-                } else {
-                    text.push(' ');
-                    text.push_str(word);
-                }
-                if i + 1 < count && rng.below(12) == 0 {
-                    text.push(',');
-                }
-            }
-            text.push(if rng.below(5) == 0 { '?' } else { '.' });
-            text
-        })
-        .collect()
 }
 
 /// Process CPU time (all threads) in seconds, from /proc (USER_HZ = 100).
@@ -253,7 +206,7 @@ fn main() {
         .threads(1)
         .from_file(&tokenizer_json)
         .expect("tokenizer loads");
-    let texts = generate_texts(&generator, n);
+    let texts = generate_texts(generator.tokenizer(), n);
     let mut file = tempfile::NamedTempFile::new().expect("temp file");
     for t in &texts {
         writeln!(file, "{t}").expect("texts written");

@@ -67,8 +67,8 @@ impl Classifier {
 
     /// Logits and the `k` best labels of each text.
     pub fn predict<S: AsRef<str> + Sync>(&self, texts: &[S], k: usize) -> Result<Vec<Classification>> {
-        let mut all = Vec::with_capacity(texts.len());
-        for_each_batch(&*self.backend, &self.pipeline, texts, |real, _, outputs| {
+        let mut all: Vec<Option<Classification>> = vec![None; texts.len()];
+        for_each_batch(&*self.backend, &self.pipeline, texts, |rows, _, outputs| {
             let view = outputs.get(&self.logits)?;
             let logits = match view {
                 OutputView::F32(v) => v.view().into_dimensionality::<Ix2>().map_err(shape_err)?.to_owned(),
@@ -76,13 +76,13 @@ impl Classifier {
             };
             let probs = softmax(logits.view());
             let top = top_k(probs.view(), k, &self.labels);
-            // Rows past `real` are padding up to the model's minimum batch.
-            for (row, top) in logits.axis_iter(Axis(0)).zip(top).take(real) {
-                all.push(Classification { logits: row.to_vec(), top });
+            // Rows past `rows` are padding up to the model's minimum batch.
+            for ((&i, row), top) in rows.iter().zip(logits.axis_iter(Axis(0))).zip(top) {
+                all[i] = Some(Classification { logits: row.to_vec(), top });
             }
             Ok(())
         })?;
-        Ok(all)
+        Ok(all.into_iter().flatten().collect())
     }
 }
 

@@ -68,24 +68,22 @@ impl Embedder {
     /// Embeddings of `texts`, `[texts.len(), dim]`. Batches larger than the
     /// model allows are split; an empty input gives a `[0, 0]` array.
     pub fn embed<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<Array2<f32>> {
-        let mut rows: Vec<Array2<f32>> = Vec::new();
-        for_each_batch(&*self.backend, &self.pipeline, texts, |real, layout, outputs| {
+        let mut all: Option<Array2<f32>> = None;
+        for_each_batch(&*self.backend, &self.pipeline, texts, |rows, layout, outputs| {
             let mask = mask_of(layout);
             let pooled = match outputs.get(&self.hidden)? {
                 OutputView::F32(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask.view()),
                 OutputView::F16(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask.view()),
                 OutputView::BF16(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask.view()),
             }?;
-            // Rows past `real` are padding up to the model's minimum batch.
-            rows.push(pooled.slice_move(ndarray::s![..real, ..]));
+            let all = all.get_or_insert_with(|| Array2::zeros((texts.len(), pooled.ncols())));
+            // Rows past `rows` are padding up to the model's minimum batch.
+            for (&i, row) in rows.iter().zip(pooled.rows()) {
+                all.row_mut(i).assign(&row);
+            }
             Ok(())
         })?;
-        let views: Vec<_> = rows.iter().map(|r| r.view()).collect();
-        let mut all = if views.is_empty() {
-            Array2::zeros((0, 0))
-        } else {
-            ndarray::concatenate(ndarray::Axis(0), &views).map_err(shape_err)?
-        };
+        let mut all = all.unwrap_or_else(|| Array2::zeros((0, 0)));
         if self.normalize {
             l2_normalize(all.view_mut());
         }

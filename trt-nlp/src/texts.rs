@@ -1,33 +1,37 @@
 //! Texts through a backend, batch by batch: the loop the classifier and the
-//! embedder share. A call's texts are cut into batches of at most the
-//! model's largest batch; a batch smaller than the model's smallest is padded
-//! with empty texts, whose rows the callback is told to drop.
+//! embedder share.
+//!
+//! A call's texts are ordered by length (bytes, a cheap stand-in for tokens,
+//! as sentence-transformers' `encode` does) and cut into batches of at most
+//! the model's largest batch, so that each batch pads to a length close to
+//! its texts' own: fewer padded tokens computed. The callback is told which
+//! input text each row is, so results come back in the caller's order. A
+//! batch smaller than the model's smallest is padded with empty texts, rows
+//! the callback does not see.
 
 use crate::backend::{Backend, Outputs};
 use crate::{BatchLayout, Result, TokenizerPipeline};
 
-/// Runs `texts` through `backend`, tokenized by `pipeline`; `each` sees every
-/// batch's outputs with the number of real rows (the rest is padding).
+/// Runs `texts` through `backend`, tokenized by `pipeline`. `each` sees every
+/// batch's outputs with the input index of each real row (row `r` of the
+/// outputs is text `rows[r]`; rows past `rows.len()` are padding).
 pub(crate) fn for_each_batch<S: AsRef<str> + Sync>(
     backend: &dyn Backend,
     pipeline: &TokenizerPipeline,
     texts: &[S],
-    mut each: impl FnMut(usize, &BatchLayout, &Outputs<'_>) -> Result<()>,
+    mut each: impl FnMut(&[usize], &BatchLayout, &Outputs<'_>) -> Result<()>,
 ) -> Result<()> {
     let layout = backend.layout();
-    let padded_len = layout.min_batch;
-    let mut padded: Vec<&str> = Vec::new();
-    for chunk in texts.chunks(layout.max_batch.max(1)) {
-        let real = chunk.len();
-        let mut read = |l: &BatchLayout, o: &Outputs<'_>| each(real, l, o);
-        if real < padded_len {
-            padded.clear();
-            padded.extend(chunk.iter().map(|t| t.as_ref()));
-            padded.resize(padded_len, "");
-            backend.run(&mut |batch| pipeline.encode_into(&padded, batch), &mut read)?;
-        } else {
-            backend.run(&mut |batch| pipeline.encode_into(chunk, batch), &mut read)?;
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.sort_by_key(|&i| texts[i].as_ref().len());
+    let mut batch_texts: Vec<&str> = Vec::with_capacity(layout.max_batch.max(layout.min_batch));
+    for rows in order.chunks(layout.max_batch.max(1)) {
+        batch_texts.clear();
+        batch_texts.extend(rows.iter().map(|&i| texts[i].as_ref()));
+        if batch_texts.len() < layout.min_batch {
+            batch_texts.resize(layout.min_batch, "");
         }
+        backend.run(&mut |batch| pipeline.encode_into(&batch_texts, batch), &mut |l, o| each(rows, l, o))?;
     }
     Ok(())
 }
