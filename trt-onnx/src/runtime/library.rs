@@ -235,15 +235,20 @@ fn probe(path: &Path) -> Probe {
         }
         CStr::from_ptr(s).to_string_lossy().into_owned()
     };
-    let minor = version.split('.').nth(1).and_then(|m| m.parse::<u32>().ok());
-    match minor {
-        Some(m) if version.starts_with("1.") && m >= MIN_MINOR_VERSION => {
-            // Keep the resolved file name where dlopen found a bare one.
-            Probe::Usable { path: path.to_owned(), version }
-        }
-        _ => Probe::Unusable(format!(
-            "version {version}; this build needs ONNX Runtime 1.{MIN_MINOR_VERSION} or newer"
-        )),
+    match check_version(&version) {
+        Ok(()) => Probe::Usable { path: path.to_owned(), version },
+        Err(reason) => Probe::Unusable(reason),
+    }
+}
+
+/// Whether a library of `version` serves the API this crate is built for
+/// (1.x with x >= [`MIN_MINOR_VERSION`]).
+fn check_version(version: &str) -> std::result::Result<(), String> {
+    let mut parts = version.split('.');
+    let (major, minor) = (parts.next(), parts.next().and_then(|m| m.parse::<u32>().ok()));
+    match (major, minor) {
+        (Some("1"), Some(m)) if m >= MIN_MINOR_VERSION => Ok(()),
+        _ => Err(format!("version {version:?}; this build needs ONNX Runtime 1.{MIN_MINOR_VERSION} or newer")),
     }
 }
 
@@ -264,4 +269,28 @@ fn is_available(name: &str) -> Result<bool> {
         _ => ort::ep::CPU::is_available(),
     };
     r.map_err(|e| Error::ort("listing execution providers", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_older_than_the_api_or_malformed_are_refused() {
+        assert!(check_version(&format!("1.{MIN_MINOR_VERSION}.0")).is_ok());
+        assert!(check_version("1.31.1").is_ok());
+        let old = check_version(&format!("1.{}.2", MIN_MINOR_VERSION - 1)).unwrap_err();
+        assert!(old.contains("needs ONNX Runtime 1.30 or newer"), "{old}");
+        for bad in ["", "garbage", "2.1.0", "1.x.0", "1"] {
+            assert!(check_version(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_explicit_path_that_is_missing_is_named() {
+        match probe(Path::new("/nonexistent/libonnxruntime.so.1")) {
+            Probe::Missing => {}
+            _ => panic!("a missing file must be Missing"),
+        }
+    }
 }
