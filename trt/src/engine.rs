@@ -164,7 +164,7 @@ pub struct IoTensor {
 impl IoTensor {
     /// Does the shape have a dynamic dimension?
     pub fn is_dynamic(&self) -> bool {
-        crate::profile::is_dynamic(&self.shape)
+        crate::shape::is_dynamic(&self.shape)
     }
 }
 

@@ -56,6 +56,7 @@ mod pool;
 mod profile;
 mod raw;
 mod serialized;
+mod shape;
 mod timing_cache;
 mod version;
 

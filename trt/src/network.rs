@@ -103,7 +103,7 @@ pub struct TensorInfo {
 impl TensorInfo {
     /// Does any dimension depend on the input (-1)?
     pub fn is_dynamic(&self) -> bool {
-        crate::profile::is_dynamic(&self.dims)
+        crate::shape::is_dynamic(&self.dims)
     }
 }
 

@@ -13,10 +13,8 @@ use crate::call::{call, call_bool};
 use crate::network::TensorInfo;
 use crate::{Error, Result};
 
-/// Does a shape have a dynamic (-1) dimension?
-pub(crate) fn is_dynamic(dims: &[i64]) -> bool {
-    dims.iter().any(|&d| d < 0)
-}
+// Callers outside this file ask crate::shape directly; kept for context.rs until it does.
+pub(crate) use crate::shape::is_dynamic;
 
 /// Smallest, typical and largest shape of one input.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
