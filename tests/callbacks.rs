@@ -50,3 +50,40 @@ fn panicking_callbacks_do_not_cross_into_tensorrt() {
     let err = builder.build(&network, &config).unwrap_err();
     assert!(matches!(&err, Error::CallbackPanicked(m) if m.contains("on purpose")), "{err}");
 }
+
+/// Records what TensorRT passed; answers with a fixed address.
+struct Recording(Arc<std::sync::Mutex<Vec<(String, trt::Reallocation)>>>);
+
+// SAFETY: never used by an engine here; the shim is called directly.
+unsafe impl trt::OutputCallbacks for Recording {
+    fn reallocate(&mut self, name: &str, request: trt::Reallocation) -> usize {
+        self.0.lock().unwrap().push((name.to_owned(), request));
+        if request.size > 1 << 20 {
+            panic!("too big, on purpose");
+        }
+        0x7000_0000
+    }
+    fn notify_shape(&mut self, _name: &str, _dims: &[i64]) {}
+}
+
+#[test]
+fn output_allocators_receive_the_current_allocation_and_the_stream() {
+    // Issue 9, item 3: TensorRT's reallocateOutputAsync(name, current, size,
+    // alignment, stream) reaches Rust whole, so an allocator can free `current`
+    // in `stream`'s order. On main the shim dropped `current` and `stream`.
+    use trt_sys::callbacks::OutputSink;
+    use trt_sys::ffi;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut allocator = ffi::new_output_allocator(OutputSink::new(Box::new(Recording(seen.clone())))).unwrap();
+    let address = ffi::output_allocator_reallocate(allocator.pin_mut(), "logits", 0x5000_0000, 4096, 256, 0xabc0).unwrap();
+    assert_eq!(address, 0x7000_0000);
+    // A panicking callback is an allocation failure (null), not an unwind into C++.
+    let failed = ffi::output_allocator_reallocate(allocator.pin_mut(), "logits", 0x7000_0000, 1 << 30, 256, 0xabc0).unwrap();
+    assert_eq!(failed, 0);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    let (name, first) = &seen[0];
+    assert_eq!(name, "logits");
+    assert_eq!((first.current, first.size, first.alignment, first.stream), (0x5000_0000, 4096, 256, 0xabc0));
+    assert_eq!(seen[1].1.current, 0x7000_0000);
+}

@@ -8,8 +8,10 @@
 use half::{bf16, f16};
 use trt::cuda::{
     device_count, driver_available, driver_version, is_capture_error, CaptureMode, CudaGraph,
-    Device, DeviceBuffer, Element, Event, GraphResource, PinnedBuffer, Stream, DEVICE_ALIGNMENT,
+    Device, DeviceBuffer, Element, Event, GraphResource, PinnedBuffer, Stream, StreamGate,
+    DEVICE_ALIGNMENT,
 };
+use std::time::Duration;
 use trt::{DataType, Error};
 
 fn gpu() -> (Device, Stream) {
@@ -405,6 +407,49 @@ fn events_time_a_copy() {
     sync.synchronize().unwrap();
     // A timing query on a no-timing event fails with an error, not a panic.
     assert!(sync.elapsed_ms(&end).is_err());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (run with --include-ignored on the GPU host)"]
+fn a_stream_gate_holds_later_work_until_opened() {
+    let (device, stream) = gpu();
+    let gate = StreamGate::close(&stream, Duration::from_secs(10)).unwrap();
+    let after = Event::without_timing(&device).unwrap();
+    after.record(&stream).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!after.is_complete().unwrap(), "work passed a closed gate");
+    gate.open();
+    after.synchronize().unwrap();
+    // A dropped gate opens too; a forgotten one stops by itself after its limit.
+    let gate = StreamGate::close(&stream, Duration::from_secs(10)).unwrap();
+    drop(gate);
+    stream.synchronize().unwrap();
+    let _forgotten = StreamGate::close(&stream, Duration::from_millis(100)).map(std::mem::forget).unwrap();
+    stream.synchronize().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (run with --include-ignored on the GPU host)"]
+fn bindings_order_their_stream_after_the_buffers_earlier_uses() {
+    // What an enqueue and a graph capture's warm-up enqueue (issue 9, item 8)
+    // rely on: binding a buffer makes the bindings' stream wait for the
+    // buffer's earlier work on any stream.
+    let (device, a) = gpu();
+    let b = Stream::new(&device).unwrap();
+    let mut host = PinnedBuffer::<f32>::from_slice(&device, &[1.0; 1024]).unwrap();
+    let mut x = DeviceBuffer::<f32>::zeros(1024, &a).unwrap();
+    a.synchronize().unwrap();
+    let gate = StreamGate::close(&a, Duration::from_secs(10)).unwrap();
+    x.copy_from_pinned(&mut host, &a).unwrap(); // queued behind the gate
+    let bindings = trt::Bindings::new(&b).bind("x", &mut x).unwrap();
+    let bound = Event::without_timing(&device).unwrap();
+    bound.record(bindings.stream()).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!bound.is_complete().unwrap(), "the bindings' stream did not wait for the upload");
+    gate.open();
+    bound.synchronize().unwrap();
+    drop(bindings);
+    assert_eq!(x.to_vec(&b).unwrap(), vec![1.0; 1024]);
 }
 
 #[test]

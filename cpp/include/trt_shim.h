@@ -32,6 +32,8 @@ using nvonnxparser::IParser;
 
 struct OnnxParserError;
 struct TensorDesc;
+struct TensorFormatDesc;
+struct InferredShapes;
 enum class ShimBuilderFlag : uint8_t;
 struct ProgressSink;
 struct OutputSink;
@@ -204,18 +206,27 @@ rust::Vec<int64_t> engine_profile_dims(const ICudaEngine &engine, rust::Str name
                                        OptProfileSelector which);
 std::unique_ptr<IHostMemory> engine_serialize(const ICudaEngine &engine);
 rust::String engine_layer_info(const ICudaEngine &engine, bool json);
+TensorFormatDesc engine_tensor_format(const ICudaEngine &engine, rust::Str name, int32_t profile);
+// `specialization` (DynamicShapesKernelSpecializationStrategy) and `rtx_graphs`
+// (CudaGraphStrategy) are TensorRT-RTX options; -1 keeps the default.
 std::unique_ptr<IExecutionContext> engine_create_context(ICudaEngine &engine,
-                                                         ExecutionContextAllocationStrategy strategy);
+                                                         ExecutionContextAllocationStrategy strategy,
+                                                         int32_t specialization, int32_t rtx_graphs);
 
 bool context_set_profile(IExecutionContext &context, int32_t profile, size_t stream);
 int32_t context_profile(const IExecutionContext &context);
 bool context_set_input_shape(IExecutionContext &context, rust::Str name, rust::Slice<const int64_t> dims);
 rust::Vec<int64_t> context_tensor_shape(const IExecutionContext &context, rust::Str name);
-bool context_all_shapes_specified(const IExecutionContext &context);
+InferredShapes context_infer_shapes(IExecutionContext &context);
+// 1 capturable, 0 not, -1 no isStreamCapturable in these headers (only TensorRT-RTX has it).
+int32_t context_is_stream_capturable(const IExecutionContext &context, size_t stream);
 bool context_set_tensor_address(IExecutionContext &context, rust::Str name, size_t address);
 bool context_enqueue(IExecutionContext &context, size_t stream);
 void context_set_device_memory(IExecutionContext &context, size_t address, int64_t size);
 std::unique_ptr<OutputAllocator> new_output_allocator(rust::Box<OutputSink> sink);
 bool context_set_output_allocator(IExecutionContext &context, rust::Str name, OutputAllocator &allocator);
+// Calls reallocateOutputAsync through IOutputAllocator, as TensorRT does (lets tests check the forwarding).
+size_t output_allocator_reallocate(OutputAllocator &allocator, rust::Str name, size_t current, uint64_t size,
+                                   uint64_t alignment, size_t stream);
 
 } // namespace trt_shim

@@ -2,6 +2,8 @@
 #include "trt_shim.h"
 
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "trt-sys/src/bridge.rs.h"
 #include "util.h"
@@ -58,13 +60,39 @@ rust::String engine_layer_info(const ICudaEngine &engine, bool json) {
   return string_or_empty(inspector->getEngineInformation(format));
 }
 
+TensorFormatDesc engine_tensor_format(const ICudaEngine &engine, rust::Str name, int32_t profile) {
+  std::string n = str(name);
+  TensorFormatDesc out{};
+  // The profile-index overloads: formats may differ between profiles.
+  out.format = engine.getTensorFormat(n.c_str(), profile);
+  out.format_desc = string_or_empty(engine.getTensorFormatDesc(n.c_str(), profile));
+  out.vectorized_dim = engine.getTensorVectorizedDim(n.c_str(), profile);
+  out.components_per_element = engine.getTensorComponentsPerElement(n.c_str(), profile);
+  return out;
+}
+
 std::unique_ptr<IExecutionContext> engine_create_context(ICudaEngine &engine,
-                                                         ExecutionContextAllocationStrategy strategy) {
+                                                         ExecutionContextAllocationStrategy strategy,
+                                                         int32_t specialization, int32_t rtx_graphs) {
   std::unique_ptr<IRuntimeConfig> config(engine.createRuntimeConfig());
   if (!config) {
     return nullptr;
   }
   config->setExecutionContextAllocationStrategy(strategy);
+#if TRT_SHIM_RTX
+  if (specialization >= 0) {
+    config->setDynamicShapesKernelSpecializationStrategy(
+        static_cast<DynamicShapesKernelSpecializationStrategy>(specialization));
+  }
+  if (rtx_graphs >= 0 && !config->setCudaGraphStrategy(static_cast<CudaGraphStrategy>(rtx_graphs))) {
+    return nullptr;
+  }
+#else
+  // Only TensorRT-RTX has a JIT; the Rust side never asks for these elsewhere.
+  if (specialization >= 0 || rtx_graphs >= 0) {
+    return nullptr;
+  }
+#endif
   return std::unique_ptr<IExecutionContext>(engine.createExecutionContext(config.get()));
 }
 
@@ -85,7 +113,34 @@ rust::Vec<int64_t> context_tensor_shape(const IExecutionContext &context, rust::
   return from_dims(context.getTensorShape(str(name).c_str()));
 }
 
-bool context_all_shapes_specified(const IExecutionContext &context) { return context.allInputDimensionsSpecified(); }
+InferredShapes context_infer_shapes(IExecutionContext &context) {
+  // The documented check for the name-based API (allInputDimensionsSpecified is not).
+  InferredShapes out{};
+  int32_t n = context.inferShapes(0, nullptr);
+  out.status = n;
+  if (n > 0) {
+    std::vector<char const *> names(static_cast<size_t>(n), nullptr);
+    int32_t again = context.inferShapes(n, names.data());
+    out.status = again;
+    for (int32_t i = 0; i < again && i < n; ++i) {
+      out.missing.push_back(string_or_empty(names[static_cast<size_t>(i)]));
+    }
+  }
+  return out;
+}
+
+int32_t context_is_stream_capturable(const IExecutionContext &context, size_t stream) {
+#if TRT_SHIM_RTX
+  return context.isStreamCapturable(reinterpret_cast<cudaStream_t>(stream)) ? 1 : 0;
+#else
+  // TensorRT 11.x has no such query; 10.x declares it only under
+  // ENABLE_FEATURE_DISABLE_RUNTIME_ALLOCATION, a build variant whose vtable
+  // differs, so the standard library must not be called through it.
+  (void)context;
+  (void)stream;
+  return -1;
+#endif
+}
 
 bool context_set_tensor_address(IExecutionContext &context, rust::Str name, size_t address) {
   return context.setTensorAddress(str(name).c_str(), reinterpret_cast<void *>(address));
@@ -108,11 +163,14 @@ struct OutputAllocator::Impl {
 OutputAllocator::OutputAllocator(rust::Box<OutputSink> sink) : impl(new Impl(std::move(sink))) {}
 OutputAllocator::~OutputAllocator() = default;
 
-void *OutputAllocator::reallocateOutputAsync(char const *name, void *, uint64_t size, uint64_t alignment,
-                                             cudaStream_t) noexcept {
+void *OutputAllocator::reallocateOutputAsync(char const *name, void *current, uint64_t size, uint64_t alignment,
+                                             cudaStream_t stream) noexcept {
   try {
     std::lock_guard<std::mutex> guard(impl->lock);
-    return reinterpret_cast<void *>(impl->sink->reallocate(rust::Str(name ? name : ""), size, alignment));
+    // The current allocation and the stream go to Rust, so memory can be freed in stream order.
+    return reinterpret_cast<void *>(impl->sink->reallocate(rust::Str(name ? name : ""),
+                                                           reinterpret_cast<size_t>(current), size, alignment,
+                                                           reinterpret_cast<size_t>(stream)));
   } catch (...) {
     return nullptr;
   }
@@ -129,6 +187,15 @@ void OutputAllocator::notifyShape(char const *name, Dims const &dims) noexcept {
 
 std::unique_ptr<OutputAllocator> new_output_allocator(rust::Box<OutputSink> sink) {
   return std::make_unique<OutputAllocator>(std::move(sink));
+}
+
+size_t output_allocator_reallocate(OutputAllocator &allocator, rust::Str name, size_t current, uint64_t size,
+                                   uint64_t alignment, size_t stream) {
+  // Through the base class, exactly as TensorRT calls it.
+  IOutputAllocator &base = allocator;
+  std::string n = str(name);
+  return reinterpret_cast<size_t>(base.reallocateOutputAsync(n.c_str(), reinterpret_cast<void *>(current), size,
+                                                             alignment, reinterpret_cast<cudaStream_t>(stream)));
 }
 
 bool context_set_output_allocator(IExecutionContext &context, rust::Str name, OutputAllocator &allocator) {

@@ -339,6 +339,23 @@ pub mod ffi {
         location: TensorLocation,
     }
 
+    /// An I/O tensor's memory format for one optimization profile.
+    #[derive(Debug)]
+    struct TensorFormatDesc {
+        format: TensorFormat,
+        format_desc: String,
+        vectorized_dim: i32,
+        components_per_element: i32,
+    }
+
+    /// What `inferShapes` said: 0 all inputs specified, n > 0 these inputs are
+    /// not, -1 another error (e.g. a negative inferred dimension).
+    #[derive(Debug)]
+    struct InferredShapes {
+        status: i32,
+        missing: Vec<String>,
+    }
+
     extern "Rust" {
         /// Receives every message of the shim's logger (severity as ILogger::Severity).
         fn forward_log(severity: i32, message: &str);
@@ -358,7 +375,7 @@ pub mod ffi {
         fn write_cache(self: &mut CalibratorSink, data: &[u8]);
 
         type OutputSink;
-        fn reallocate(self: &mut OutputSink, name: &str, size: u64, alignment: u64) -> usize;
+        fn reallocate(self: &mut OutputSink, name: &str, current: usize, size: u64, alignment: u64, stream: usize) -> usize;
         fn notify_shape(self: &mut OutputSink, name: &str, dims: &[i64]);
     }
 
@@ -540,18 +557,21 @@ pub mod ffi {
         fn engine_profile_dims(engine: &ICudaEngine, name: &str, profile: i32, which: OptProfileSelector) -> Result<Vec<i64>>;
         fn engine_serialize(engine: &ICudaEngine) -> Result<UniquePtr<IHostMemory>>;
         fn engine_layer_info(engine: &ICudaEngine, json: bool) -> Result<String>;
-        fn engine_create_context(engine: Pin<&mut ICudaEngine>, strategy: ExecutionContextAllocationStrategy) -> Result<UniquePtr<IExecutionContext>>;
+        fn engine_tensor_format(engine: &ICudaEngine, name: &str, profile: i32) -> Result<TensorFormatDesc>;
+        fn engine_create_context(engine: Pin<&mut ICudaEngine>, strategy: ExecutionContextAllocationStrategy, specialization: i32, rtx_graphs: i32) -> Result<UniquePtr<IExecutionContext>>;
 
         fn context_set_profile(context: Pin<&mut IExecutionContext>, profile: i32, stream: usize) -> Result<bool>;
         fn context_profile(context: &IExecutionContext) -> Result<i32>;
         fn context_set_input_shape(context: Pin<&mut IExecutionContext>, name: &str, dims: &[i64]) -> Result<bool>;
         fn context_tensor_shape(context: &IExecutionContext, name: &str) -> Result<Vec<i64>>;
-        fn context_all_shapes_specified(context: &IExecutionContext) -> Result<bool>;
+        fn context_infer_shapes(context: Pin<&mut IExecutionContext>) -> Result<InferredShapes>;
+        fn context_is_stream_capturable(context: &IExecutionContext, stream: usize) -> Result<i32>;
         unsafe fn context_set_tensor_address(context: Pin<&mut IExecutionContext>, name: &str, address: usize) -> Result<bool>;
         unsafe fn context_enqueue(context: Pin<&mut IExecutionContext>, stream: usize) -> Result<bool>;
         unsafe fn context_set_device_memory(context: Pin<&mut IExecutionContext>, address: usize, size: i64) -> Result<()>;
         fn new_output_allocator(sink: Box<OutputSink>) -> Result<UniquePtr<OutputAllocator>>;
         fn context_set_output_allocator(context: Pin<&mut IExecutionContext>, name: &str, allocator: Pin<&mut OutputAllocator>) -> Result<bool>;
+        fn output_allocator_reallocate(allocator: Pin<&mut OutputAllocator>, name: &str, current: usize, size: u64, alignment: u64, stream: usize) -> Result<usize>;
     }
 
     // Objects created by factories arrive as raw pointers and are owned afterwards.

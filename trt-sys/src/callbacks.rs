@@ -96,18 +96,38 @@ impl ProgressSink {
 }
 
 /// Allocates device memory for outputs whose size is known only during execution
-/// (`IOutputAllocator`).
+/// (`IOutputAllocator::reallocateOutputAsync`).
 ///
 /// # Safety
 /// TensorRT writes the output to the address `reallocate` returns: it must be
 /// device memory of at least `size` bytes, aligned to `alignment`, that stays
 /// allocated (and unused by anything else) until the enqueue's work completes.
+/// `current` (the previous allocation, 0 for none) may still be in use by work
+/// already enqueued: free or reuse it only in the order of `stream` (e.g.
+/// `cuMemFreeAsync` on `stream`), never at once. The allocator itself is kept
+/// alive until the context's last work has completed, also when replaced.
 pub unsafe trait OutputCallbacks: Send {
     /// Return a device address of at least `size` bytes aligned to `alignment` for
-    /// output `name`, or 0 when allocation failed.
-    fn reallocate(&mut self, name: &str, size: u64, alignment: u64) -> usize;
+    /// output `name`, or 0 when allocation failed. `current` is the address this
+    /// allocator returned last time (0 at first); `stream` is the raw
+    /// `cudaStream_t` the enqueue runs on.
+    fn reallocate(&mut self, name: &str, request: Reallocation) -> usize;
     /// The final shape of output `name`.
     fn notify_shape(&mut self, name: &str, dims: &[i64]);
+}
+
+/// What TensorRT passes to `reallocateOutputAsync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Reallocation {
+    /// The output's current allocation (0 when none); may still be in use by earlier work on `stream`.
+    pub current: usize,
+    /// Bytes needed.
+    pub size: u64,
+    /// Required alignment in bytes.
+    pub alignment: u64,
+    /// The raw `cudaStream_t` of the enqueue: free `current` in its order.
+    pub stream: usize,
 }
 
 /// A boxed [`OutputCallbacks`] handed to the shim. A panic makes allocation fail
@@ -122,8 +142,9 @@ impl OutputSink {
         Box::new(OutputSink { inner })
     }
 
-    pub(crate) fn reallocate(&mut self, name: &str, size: u64, alignment: u64) -> usize {
-        catch_unwind(AssertUnwindSafe(|| self.inner.reallocate(name, size, alignment))).unwrap_or(0)
+    pub(crate) fn reallocate(&mut self, name: &str, current: usize, size: u64, alignment: u64, stream: usize) -> usize {
+        let request = Reallocation { current, size, alignment, stream };
+        catch_unwind(AssertUnwindSafe(|| self.inner.reallocate(name, request))).unwrap_or(0)
     }
 
     pub(crate) fn notify_shape(&mut self, name: &str, dims: &[i64]) {

@@ -1,26 +1,33 @@
 //! Execution contexts: shapes, bindings, enqueue on a CUDA stream.
 //!
 //! A context is used by one thread at a time (TensorRT: "an execution context
-//! must not be used concurrently"): `enqueue` takes `&mut self`; contexts are
-//! `Send`, not `Sync`. Its GPU work is ordered too: every enqueue (or graph
-//! launch) records an event, the next one on any stream waits for it, and
-//! dropping the context waits for it, so a context's working memory is never
-//! used by two launches at once or freed under one. Buffers bound for an
-//! enqueue record their own use right after it (so even a forgotten
-//! [`Enqueued`] cannot let them be freed early) and stay borrowed until the
-//! [`Enqueued`] is waited for or dropped.
+//! must not be used concurrently"): every mutating call takes `&mut self`;
+//! contexts are `Send`, not `Sync`. Its GPU work is ordered too
+//! ([`WorkOrder`](crate::work)): every enqueue, profile switch or graph launch
+//! waits for the context's previous work and records itself, whether or not
+//! TensorRT reported success (a failed `enqueueV3` may have enqueued part of
+//! its work), and dropping the context waits for it.
+//!
+//! The context remembers what it told TensorRT: the active profile, every
+//! input shape, every tensor address, the output shapes TensorRT inferred. A
+//! call that would change nothing makes no TensorRT call, so a steady stream
+//! of same-shaped batches through the same buffers costs one `enqueueV3` each
+//! (see [`ContextCalls`]).
 
-use std::collections::HashMap;
+use std::cell::Cell;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use trt_sys::callbacks::{OutputCallbacks, OutputSink};
 use trt_sys::ffi;
 
+use crate::binding::{check_names, check_tensor, AddressPlan, Bindings, Bound};
 use crate::call::{call, call_bool, call_owned};
-use crate::cuda::{CudaGraph, Device, DeviceBuffer, DevicePtrGuard, Element, Event, GraphResource, Stream};
+use crate::cuda::{CudaGraph, Device, DeviceBuffer, Stream};
 use crate::engine::{Engine, IoMode};
-use crate::{DataType, Error, Result};
+use crate::graph::ContextGraph;
+use crate::work::WorkOrder;
+use crate::{Error, Result};
 
 /// Device memory for the activations of several contexts that never run at the
 /// same time (TensorRT's user-managed allocation). Every enqueue takes the lock
@@ -55,106 +62,165 @@ impl SharedDeviceMemory {
     }
 }
 
-mod sealed {
-    pub trait Sealed {}
+/// How TensorRT-RTX compiles shape-specialized kernels for a new input shape
+/// (`DynamicShapesKernelSpecializationStrategy`).
+#[cfg(trt_rtx)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KernelSpecialization {
+    /// In the background; fallback kernels run until it is done (RTX's default).
+    Lazy,
+    /// Blocking, in the enqueue that first sees the shape.
+    Eager,
+    /// Never: fallback kernels only.
+    Never,
 }
 
-impl<T: Element> sealed::Sealed for DeviceBuffer<T> {}
-
-/// A device buffer that can be bound to an engine tensor in a captured graph.
-/// Sealed: the graph trusts its address and size, so only this crate's
-/// buffers implement it.
-pub trait IoBuffer: sealed::Sealed {
-    /// Element type.
-    fn io_dtype(&self) -> DataType;
-    /// Size in bytes.
-    fn io_bytes(&self) -> usize;
-    /// Device address.
-    fn io_address(&self) -> u64;
-    /// The buffer as a graph resource (for launch-time tracking).
-    fn as_resource(&self) -> &dyn GraphResource;
+/// Options for creating an [`ExecutionContext`].
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ContextOptions {
+    #[cfg(trt_rtx)]
+    specialization: Option<KernelSpecialization>,
+    #[cfg(trt_rtx)]
+    rtx_graphs: Option<bool>,
 }
 
-impl<T: Element> IoBuffer for DeviceBuffer<T> {
-    fn io_dtype(&self) -> DataType {
-        T::DTYPE
+impl ContextOptions {
+    /// The defaults: TensorRT's own.
+    pub fn new() -> Self {
+        Self::default()
     }
-    fn io_bytes(&self) -> usize {
-        self.size_in_bytes()
-    }
-    fn io_address(&self) -> u64 {
-        self.address()
-    }
-    fn as_resource(&self) -> &dyn GraphResource {
+
+    /// How TensorRT-RTX's JIT specializes kernels for new shapes.
+    #[cfg(trt_rtx)]
+    pub fn kernel_specialization(mut self, s: KernelSpecialization) -> Self {
+        self.specialization = Some(s);
         self
     }
+
+    /// Let TensorRT-RTX capture and replay each enqueue as a CUDA graph itself
+    /// (`CudaGraphStrategy::kWHOLE_GRAPH_CAPTURE`: captured after the JIT has
+    /// compiled the shape's kernels). The alternative to
+    /// [`ExecutionContext::capture_graph`] on RTX.
+    #[cfg(trt_rtx)]
+    pub fn rtx_cuda_graphs(mut self, on: bool) -> Self {
+        self.rtx_graphs = Some(on);
+        self
+    }
+
+    /// The shim's encoding: (specialization, rtx_graphs), -1 for the default.
+    fn encoded(&self) -> (i32, i32) {
+        #[cfg(trt_rtx)]
+        {
+            let s = match self.specialization {
+                None => -1,
+                Some(KernelSpecialization::Lazy) => 0,
+                Some(KernelSpecialization::Eager) => 1,
+                Some(KernelSpecialization::Never) => 2,
+            };
+            (s, self.rtx_graphs.map_or(-1, i32::from))
+        }
+        #[cfg(not(trt_rtx))]
+        {
+            (-1, -1)
+        }
+    }
+
+    /// The options of a context made for a graph capture: on RTX, kernels are
+    /// compiled in the warm-up enqueue (so the graph never freezes fallback
+    /// kernels) and RTX's own graphs are off (the capture is ours).
+    pub(crate) fn for_capture() -> Self {
+        #[cfg(trt_rtx)]
+        {
+            ContextOptions { specialization: Some(KernelSpecialization::Eager), rtx_graphs: Some(false) }
+        }
+        #[cfg(not(trt_rtx))]
+        {
+            ContextOptions::default()
+        }
+    }
 }
 
-/// Name, type, size and address of one bound buffer: what the checks need.
-struct Entry {
-    name: String,
-    dtype: DataType,
-    bytes: usize,
+/// How many TensorRT calls a context has made, by kind: the hot path's cost,
+/// checkable (a batch of the same shapes through the same buffers should add
+/// one `enqueue` and nothing else).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ContextCalls {
+    /// `setInputShape`.
+    pub set_input_shape: u64,
+    /// `setTensorAddress`.
+    pub set_tensor_address: u64,
+    /// `getTensorShape`.
+    pub tensor_shape: u64,
+    /// `inferShapes`.
+    pub infer_shapes: u64,
+    /// `setOptimizationProfileAsync`.
+    pub set_profile: u64,
+    /// `setDeviceMemoryV2` (shared-memory contexts).
+    pub set_device_memory: u64,
+    /// `enqueueV3` (including the warm-up and the captured one of a graph).
+    pub enqueue: u64,
+}
+
+impl ContextCalls {
+    /// All calls.
+    pub fn total(&self) -> u64 {
+        self.set_input_shape
+            + self.set_tensor_address
+            + self.tensor_shape
+            + self.infer_shapes
+            + self.set_profile
+            + self.set_device_memory
+            + self.enqueue
+    }
+}
+
+/// What the context last told TensorRT about one I/O tensor.
+#[derive(Debug, Clone, Default)]
+struct TensorState {
+    /// Inputs: the shape set (or the engine's static one); outputs: the shape
+    /// TensorRT inferred for the current inputs.
+    shape: Vec<i64>,
+    /// `shape` is current (outputs go stale when an input shape changes).
+    known: bool,
+    /// The address set with `setTensorAddress` (0: none).
     address: u64,
 }
 
-/// TensorRT requires I/O addresses aligned to 256 bytes.
-pub const IO_ALIGNMENT: usize = 256;
-
 /// An execution context of an [`Engine`].
 pub struct ExecutionContext {
+    // Destroyed first (field order), after `Drop::drop` waited for its work.
     raw: cxx::UniquePtr<ffi::IExecutionContext>,
     engine: Engine,
     profile: usize,
     shared_memory: Option<SharedDeviceMemory>,
-    // Kept alive while TensorRT may call them; dropped after the context (field order).
-    allocators: HashMap<String, cxx::UniquePtr<ffi::OutputAllocator>>,
-    // Recorded after each enqueue or graph launch: orders the next one and the drop.
-    last_work: Option<Event>,
+    // Kept alive while TensorRT may call them: dropped after the context
+    // (field order); a replaced one is retired into `work`.
+    allocators: Vec<(usize, cxx::UniquePtr<ffi::OutputAllocator>)>,
+    tensors: Vec<TensorState>,
+    /// `inferShapes` succeeded for the current input shapes.
+    shapes_checked: bool,
+    work: WorkOrder,
+    calls: Cell<ContextCalls>,
     id: u64,
 }
 
 // SAFETY: a context may move between threads; `&mut self` on every mutating
-// call keeps it to one thread at a time, as TensorRT requires.
+// call keeps it to one thread at a time, as TensorRT requires. (`Cell` keeps
+// it `!Sync`.)
 unsafe impl Send for ExecutionContext {}
 
 impl std::fmt::Debug for ExecutionContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ExecutionContext").field("profile", &self.profile).finish()
-    }
-}
-
-/// Device buffers bound to tensor names for one enqueue.
-pub struct Bindings<'a> {
-    stream: &'a Stream,
-    entries: Vec<Bound<'a>>,
-}
-
-struct Bound<'a> {
-    entry: Entry,
-    _guard: DevicePtrGuard<'a>,
-}
-
-impl<'a> Bindings<'a> {
-    /// Bindings for work on `stream`.
-    pub fn new(stream: &'a Stream) -> Self {
-        Bindings { stream, entries: Vec::new() }
-    }
-
-    /// Bind `buffer` to tensor `name` (input or output). Its dtype, size and
-    /// alignment are checked at enqueue.
-    pub fn bind<T: Element>(mut self, name: &str, buffer: &'a mut DeviceBuffer<T>) -> Result<Self> {
-        let bytes = buffer.size_in_bytes();
-        let guard = buffer.device_ptr(self.stream)?;
-        let entry = Entry { name: name.to_owned(), dtype: T::DTYPE, bytes, address: guard.address() };
-        self.entries.push(Bound { entry, _guard: guard });
-        Ok(self)
+        f.debug_struct("ExecutionContext").field("profile", &self.profile).field("work", &self.work).finish()
     }
 }
 
 /// Work enqueued on a stream. The bound buffers stay borrowed until it is
-/// waited for (or dropped, which waits too).
-#[must_use = "dropping waits for the stream; call wait() to see errors"]
+/// waited for, dropped (which waits too) or [released](Enqueued::release).
+#[must_use = "dropping waits for the stream; call wait() to see errors, or release() to go on without waiting"]
 pub struct Enqueued<'a> {
     stream: Option<&'a Stream>,
     _buffers: std::marker::PhantomData<&'a mut ()>,
@@ -164,6 +230,14 @@ impl Enqueued<'_> {
     /// Block until the enqueued work has finished.
     pub fn wait(mut self) -> Result<()> {
         self.stream.take().expect("stream present until waited").synchronize()
+    }
+
+    /// Give the buffers back without waiting. Sound because each bound buffer
+    /// recorded this enqueue as its latest use: any later use of it (a copy,
+    /// another enqueue, a host view of what is copied from it, its drop)
+    /// waits for this work on the GPU first.
+    pub fn release(mut self) {
+        self.stream = None;
     }
 }
 
@@ -178,27 +252,8 @@ impl Drop for Enqueued<'_> {
     }
 }
 
-/// One enqueue of a context captured as a CUDA graph. The graph uses the
-/// context's working memory, so it can only be launched through that context
-/// ([`ExecutionContext::launch_graph`]): launches are ordered like enqueues,
-/// and once the context is gone the graph can no longer run.
-pub struct ContextGraph {
-    graph: CudaGraph,
-    context_id: u64,
-}
-
-impl std::fmt::Debug for ContextGraph {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ContextGraph").field("resources", &self.graph.resources()).finish()
-    }
-}
-
-/// Identities of execution contexts, so a graph is only launched by its own.
+/// Identities of execution contexts, so a graph is only launched through its own.
 static NEXT_CONTEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-
-fn next_context_id() -> u64 {
-    NEXT_CONTEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
 
 fn fmt_range(r: &crate::ShapeRange) -> String {
     let parts: Vec<String> =
@@ -209,16 +264,12 @@ fn fmt_range(r: &crate::ShapeRange) -> String {
 impl ExecutionContext {
     /// A context that allocates its own device memory, on profile 0.
     pub fn new(engine: &Engine) -> Result<Self> {
-        let raw = engine.create_context_raw(ffi::ExecutionContextAllocationStrategy::kSTATIC)?;
-        Ok(ExecutionContext {
-            raw,
-            engine: engine.clone(),
-            profile: 0,
-            shared_memory: None,
-            allocators: HashMap::new(),
-            last_work: None,
-            id: next_context_id(),
-        })
+        Self::with_options(engine, &ContextOptions::default())
+    }
+
+    /// A context with `options` that allocates its own device memory, on profile 0.
+    pub fn with_options(engine: &Engine, options: &ContextOptions) -> Result<Self> {
+        Self::create(engine, ffi::ExecutionContextAllocationStrategy::kSTATIC, options, None)
     }
 
     /// A context whose activation memory is `memory`, shared with other contexts
@@ -231,36 +282,86 @@ impl ExecutionContext {
                 memory.len()
             )));
         }
-        let raw = engine.create_context_raw(ffi::ExecutionContextAllocationStrategy::kUSER_MANAGED)?;
+        let strategy = ffi::ExecutionContextAllocationStrategy::kUSER_MANAGED;
+        Self::create(engine, strategy, &ContextOptions::default(), Some(memory.clone()))
+    }
+
+    fn create(
+        engine: &Engine,
+        strategy: ffi::ExecutionContextAllocationStrategy,
+        options: &ContextOptions,
+        shared_memory: Option<SharedDeviceMemory>,
+    ) -> Result<Self> {
+        let (specialization, rtx_graphs) = options.encoded();
+        // Binds the engine's device first: TensorRT allocates there.
+        let raw = engine.create_context_raw(strategy, specialization, rtx_graphs)?;
+        let tensors = engine
+            .io_tensors()
+            .iter()
+            .map(|t| {
+                let static_input = t.mode == IoMode::Input && !t.is_dynamic();
+                TensorState { shape: if static_input { t.shape.clone() } else { Vec::new() }, known: static_input, address: 0 }
+            })
+            .collect();
         Ok(ExecutionContext {
             raw,
             engine: engine.clone(),
             profile: 0,
-            shared_memory: Some(memory.clone()),
-            allocators: HashMap::new(),
-            last_work: None,
-            id: next_context_id(),
+            shared_memory,
+            allocators: Vec::new(),
+            tensors,
+            shapes_checked: false,
+            work: WorkOrder::default(),
+            calls: Cell::new(ContextCalls::default()),
+            id: NEXT_CONTEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         })
     }
 
+    fn count(&self, f: impl FnOnce(&mut ContextCalls)) {
+        let mut c = self.calls.get();
+        f(&mut c);
+        self.calls.set(c);
+    }
+
+    /// The TensorRT calls this context has made so far.
+    pub fn calls(&self) -> ContextCalls {
+        self.calls.get()
+    }
+
     /// Let `callbacks` allocate output `name` during execution (outputs whose
-    /// shape depends on the data). Such an output needs no binding.
+    /// shape depends on the data). Such an output needs no binding, and may
+    /// still be given a preallocated buffer (TensorRT reallocates only when it
+    /// is too small). An allocator it replaces is kept alive until the
+    /// context's work so far has completed.
     pub fn set_output_allocator(&mut self, name: &str, callbacks: Box<dyn OutputCallbacks>) -> Result<()> {
-        let t = self.engine.io_tensor(name)?;
-        if t.mode != IoMode::Output {
+        let index = self.engine.io_index(name)?;
+        if self.engine.io_tensors()[index].mode != IoMode::Output {
             return Err(Error::InvalidArgument(format!("'{name}' is not an output")));
         }
         let mut allocator = call_owned("new OutputAllocator", || ffi::new_output_allocator(OutputSink::new(callbacks)))?;
         let pinned = allocator.as_mut().expect("non-null allocator");
         call_bool("setOutputAllocator", || ffi::context_set_output_allocator(self.pin(), name, pinned))?;
-        self.allocators.insert(name.to_owned(), allocator);
+        let old = match self.allocators.iter_mut().find(|(i, _)| *i == index) {
+            Some((_, slot)) => Some(std::mem::replace(slot, allocator)),
+            None => {
+                self.allocators.push((index, allocator));
+                None
+            }
+        };
+        if let Some(old) = old {
+            self.work.retire(Box::new(RetiredAllocator(old)))?;
+        }
         Ok(())
+    }
+
+    /// Output allocators replaced but still waiting for the work that may use them.
+    pub fn retired_allocators(&self) -> usize {
+        self.work.retired()
     }
 
     pub(crate) fn raw_ptr(&self) -> *mut ffi::IExecutionContext {
         self.raw.as_mut_ptr()
     }
-
 
     /// The engine.
     pub fn engine(&self) -> &Engine {
@@ -276,7 +377,10 @@ impl ExecutionContext {
         self.profile
     }
 
-    /// Switch to optimization profile `index` (ordered on `stream`).
+    /// Switch to optimization profile `index`, on `stream`: ordered after the
+    /// context's earlier work and recorded as its latest, so the next enqueue
+    /// (on any stream) waits for TensorRT's profile copies. Input shapes must
+    /// be set again afterwards.
     pub fn set_profile(&mut self, index: usize, stream: &Stream) -> Result<()> {
         if index >= self.engine.num_profiles() {
             return Err(Error::InvalidArgument(format!(
@@ -284,17 +388,37 @@ impl ExecutionContext {
                 self.engine.num_profiles()
             )));
         }
+        self.check_device(stream.device())?;
+        stream.device().bind()?;
+        self.work.order(stream)?;
         let s = stream.as_raw() as usize;
-        call_bool("setOptimizationProfileAsync", || ffi::context_set_profile(self.pin(), index as i32, s))?;
+        self.count(|c| c.set_profile += 1);
+        let switched = call_bool("setOptimizationProfileAsync", || ffi::context_set_profile(self.pin(), index as i32, s));
+        // Whatever TensorRT enqueued before reporting is now the latest work.
+        let recorded = self.work.record(stream);
+        switched?;
+        recorded?;
         self.profile = index;
+        for (t, s) in self.engine.io_tensors().iter().zip(&mut self.tensors) {
+            if t.mode == IoMode::Output || t.is_dynamic() {
+                s.known = false;
+            }
+        }
+        self.shapes_checked = false;
         Ok(())
     }
 
-    /// Set an input's shape, checked against the active profile first.
+    /// Set an input's shape, checked against the active profile first. Setting
+    /// the shape it already has makes no TensorRT call.
     pub fn set_input_shape(&mut self, name: &str, shape: &[i64]) -> Result<()> {
-        let t = self.engine.io_tensor(name)?;
+        let index = self.engine.io_index(name)?;
+        let t = &self.engine.io_tensors()[index];
         if t.mode != IoMode::Input {
             return Err(Error::InvalidArgument(format!("'{name}' is an output, not an input")));
+        }
+        let state = &self.tensors[index];
+        if state.known && state.shape == shape {
+            return Ok(());
         }
         if let Some(range) = t.profiles.get(self.profile) {
             if !range.contains(shape) {
@@ -305,92 +429,139 @@ impl ExecutionContext {
                 });
             }
         }
-        call_bool("setInputShape", || ffi::context_set_input_shape(self.pin(), name, shape))
+        self.count(|c| c.set_input_shape += 1);
+        let set = call_bool("setInputShape", || ffi::context_set_input_shape(self.pin(), name, shape));
+        let state = &mut self.tensors[index];
+        state.known = set.is_ok();
+        state.shape.clear();
+        state.shape.extend_from_slice(shape);
+        for (t, s) in self.engine.io_tensors().iter().zip(&mut self.tensors) {
+            if t.mode == IoMode::Output {
+                s.known = false;
+            }
+        }
+        self.shapes_checked = false;
+        set
     }
 
     /// A tensor's current shape (outputs are inferred from the input shapes;
-    /// -1 remains for data-dependent dimensions).
+    /// -1 remains for data-dependent dimensions). Answered from what the
+    /// context remembers when it can (see [`current_shape`](Self::current_shape)).
     pub fn tensor_shape(&self, name: &str) -> Result<Vec<i64>> {
-        self.engine.io_tensor(name)?;
+        let index = self.engine.io_index(name)?;
+        let state = &self.tensors[index];
+        if state.known {
+            return Ok(state.shape.clone());
+        }
+        self.count(|c| c.tensor_shape += 1);
         Ok(call("getTensorShape", || ffi::context_tensor_shape(self.raw.as_ref().expect("context"), name))?.0)
     }
 
-    /// Check the bound buffers against the engine and the current shapes, and
-    /// give TensorRT their addresses: every I/O tensor bound once (outputs with
-    /// an allocator may be left out), the engine's dtype, enough bytes, 256-byte alignment.
-    fn set_addresses(&mut self, entries: &[&Entry]) -> Result<()> {
-        let (all, _) = call("allInputDimensionsSpecified", || ffi::context_all_shapes_specified(self.raw.as_ref().expect("context")))?;
-        if !all {
-            let missing: Vec<String> = self.engine.inputs().filter(|t| t.is_dynamic()).map(|t| t.name.clone()).collect();
-            return Err(Error::InvalidArgument(format!("input shapes not set (dynamic inputs: {})", missing.join(", "))));
+    /// A tensor's current shape, read from TensorRT at most once per change of
+    /// the input shapes.
+    pub fn current_shape(&mut self, name: &str) -> Result<&[i64]> {
+        let index = self.engine.io_index(name)?;
+        self.shape_at(index)
+    }
+
+    fn shape_at(&mut self, index: usize) -> Result<&[i64]> {
+        if !self.tensors[index].known {
+            let engine = self.engine.clone();
+            let name = &engine.io_tensors()[index].name;
+            self.count(|c| c.tensor_shape += 1);
+            let (shape, _) = call("getTensorShape", || ffi::context_tensor_shape(self.raw.as_ref().expect("context"), name))?;
+            let state = &mut self.tensors[index];
+            state.shape = shape;
+            // Inputs count as known only once set (or static).
+            state.known = engine.io_tensors()[index].mode == IoMode::Output;
         }
-        let mut by_name: HashMap<&str, &Entry> = HashMap::new();
-        for b in entries {
-            self.engine.io_tensor(&b.name)?;
-            if by_name.insert(b.name.as_str(), b).is_some() {
-                return Err(Error::InvalidArgument(format!("tensor '{}' is bound twice", b.name)));
+        Ok(&self.tensors[index].shape)
+    }
+
+    /// Every input shape is set: a Rust-side check that names the dynamic
+    /// inputs never set, then TensorRT's `inferShapes` (once per change).
+    fn check_shapes(&mut self) -> Result<()> {
+        if self.shapes_checked {
+            return Ok(());
+        }
+        let unset: Vec<String> = self
+            .engine
+            .io_tensors()
+            .iter()
+            .zip(&self.tensors)
+            .filter(|(t, s)| t.mode == IoMode::Input && !t.is_shape_tensor && !s.known)
+            .map(|(t, _)| t.name.clone())
+            .collect();
+        if !unset.is_empty() {
+            return Err(Error::MissingInputShapes { inputs: unset });
+        }
+        self.count(|c| c.infer_shapes += 1);
+        let (inferred, messages) = call("inferShapes", || ffi::context_infer_shapes(self.pin()))?;
+        match inferred.status {
+            0 => {
+                self.shapes_checked = true;
+                Ok(())
             }
+            n if n > 0 => Err(Error::MissingInputShapes { inputs: inferred.missing }),
+            _ => Err(Error::TensorRt { operation: "inferShapes", messages }),
         }
-        let engine = self.engine.clone();
-        for t in engine.io_tensors() {
-            let Some(b) = by_name.get(t.name.as_str()) else {
-                if self.allocators.contains_key(&t.name) {
-                    continue;
-                }
-                return Err(Error::InvalidArgument(format!("no buffer bound for tensor '{}'", t.name)));
+    }
+
+    /// Check the bound buffers against the engine, the active profile's
+    /// formats and the current shapes, and give TensorRT the addresses that
+    /// changed: every I/O tensor bound once (outputs with an allocator may be
+    /// left out), the engine's dtype, enough bytes, 256-byte alignment.
+    fn set_addresses(&mut self, bound: &[Bound<'_>]) -> Result<()> {
+        self.check_shapes()?;
+        check_names(self.engine.io_tensors(), bound)?;
+        let engine = &self.engine;
+        for (index, t) in engine.io_tensors().iter().enumerate() {
+            let entry = bound.iter().map(|b| &b.entry).find(|e| e.name == t.name);
+            let has_allocator = self.allocators.iter().any(|(i, _)| *i == index);
+            if !self.tensors[index].known {
+                self.count(|c| c.tensor_shape += 1);
+                let (shape, _) = call("getTensorShape", || ffi::context_tensor_shape(self.raw.as_ref().expect("context"), &t.name))?;
+                self.tensors[index].shape = shape;
+                self.tensors[index].known = true;
+            }
+            let format = &engine.formats()[index][self.profile];
+            let plan = check_tensor(t, format, &self.tensors[index].shape, has_allocator, entry)?;
+            let address = match plan {
+                AddressPlan::Set(a) => a,
+                AddressPlan::Allocator => 0,
             };
-            if b.dtype != t.dtype {
-                return Err(Error::DTypeMismatch { tensor: t.name.clone(), expected: t.dtype, got: b.dtype });
+            if self.tensors[index].address == address {
+                continue;
             }
-            // Sizes below assume linear device tensors; vectorized formats pad
-            // and host tensors (shape I/O) need host memory.
-            if !t.linear || t.on_host {
-                return Err(Error::InvalidArgument(format!(
-                    "tensor '{}' is {} ({}); only linear device tensors can be bound",
-                    t.name,
-                    t.format,
-                    if t.on_host { "on the host" } else { "vectorized" }
-                )));
-            }
-            let shape = self.tensor_shape(&t.name)?;
-            if crate::profile::is_dynamic(&shape) {
-                return Err(Error::InvalidArgument(format!(
-                    "output '{}' has a data-dependent shape {shape:?}; give it an output allocator",
-                    t.name
-                )));
-            }
-            let needed = t.dtype.bytes_for(shape.iter().product::<i64>() as usize);
-            if b.bytes < needed {
-                return Err(Error::ShapeMismatch {
-                    tensor: t.name.clone(),
-                    expected: format!("{shape:?} ({needed} bytes)"),
-                    got: format!("a buffer of {} bytes", b.bytes),
-                });
-            }
-            if !(b.address as usize).is_multiple_of(IO_ALIGNMENT) {
-                return Err(Error::Misaligned { tensor: t.name.clone(), address: b.address, required: IO_ALIGNMENT });
-            }
-            let address = b.address as usize;
-            // SAFETY: a live device allocation of sufficient size; the caller keeps
-            // it borrowed until the work using it has completed.
-            call_bool("setTensorAddress", || unsafe { ffi::context_set_tensor_address(self.pin(), &t.name, address) })?;
+            let mut calls = self.calls.get();
+            calls.set_tensor_address += 1;
+            self.calls.set(calls);
+            let raw = self.raw.as_mut().expect("non-null context");
+            // SAFETY: a live device allocation of sufficient size (checked
+            // above), kept borrowed until the work using it has completed; or
+            // null for an output its allocator provides.
+            call_bool("setTensorAddress", || unsafe { ffi::context_set_tensor_address(raw, &t.name, address as usize) })?;
+            self.tensors[index].address = address;
         }
         Ok(())
     }
 
     /// enqueueV3 on `stream`, after pointing a shared-memory context at its
-    /// memory (ordered after the memory's previous user).
-    fn enqueue_raw(&mut self, stream: &Stream) -> Result<()> {
+    /// memory (ordered after the memory's previous user), ordered after the
+    /// context's previous work and recorded as its latest, also on failure.
+    pub(crate) fn enqueue_raw(&mut self, stream: &Stream) -> Result<()> {
         self.check_device(stream.device())?;
         // TensorRT launches on the thread's current context: the stream's.
         stream.device().bind()?;
-        self.order_after_last_work(stream)?;
-        self.enqueue_unordered(stream)?;
-        self.record_work(stream)
+        self.work.order(stream)?;
+        let enqueued = self.enqueue_unordered(stream);
+        let recorded = self.work.record(stream);
+        enqueued?;
+        recorded
     }
 
     /// Work for an engine deserialized onto one GPU must stay on that GPU.
-    fn check_device(&self, device: &Device) -> Result<()> {
+    pub(crate) fn check_device(&self, device: &Device) -> Result<()> {
         match self.engine.device() {
             Some(d) if d != device => Err(Error::InvalidArgument(format!(
                 "the engine lives on GPU {}, the stream on GPU {}",
@@ -401,24 +572,13 @@ impl ExecutionContext {
         }
     }
 
-    /// Make `stream` wait for this context's previous GPU work.
-    fn order_after_last_work(&self, stream: &Stream) -> Result<()> {
-        match &self.last_work {
-            Some(event) => stream.wait(event),
-            None => Ok(()),
-        }
-    }
-
-    /// Remember `stream`'s current position as this context's latest work.
-    fn record_work(&mut self, stream: &Stream) -> Result<()> {
-        if self.last_work.is_none() {
-            self.last_work = Some(Event::without_timing(stream.device())?);
-        }
-        self.last_work.as_ref().expect("just set").record(stream)
+    pub(crate) fn work(&mut self) -> &mut WorkOrder {
+        &mut self.work
     }
 
     fn enqueue_unordered(&mut self, stream: &Stream) -> Result<()> {
         let raw_stream = stream.as_raw() as usize;
+        self.count(|c| c.enqueue += 1);
         let Some(memory) = self.shared_memory.clone() else {
             // SAFETY: every I/O address is set and valid.
             return call_bool("enqueueV3", || unsafe { ffi::context_enqueue(self.pin(), raw_stream) });
@@ -429,18 +589,39 @@ impl ExecutionContext {
         // dropped after the enqueue, records this one.
         let guard = buffer.device_ptr(stream)?;
         let address = guard.address() as usize;
+        self.count(|c| c.set_device_memory += 1);
         // SAFETY: the memory is at least getDeviceMemorySizeV2 bytes (checked at creation).
         call("setDeviceMemoryV2", || unsafe { ffi::context_set_device_memory(self.pin(), address, size) })?;
         // SAFETY: as above.
         call_bool("enqueueV3", || unsafe { ffi::context_enqueue(self.pin(), raw_stream) })
     }
 
+    /// The captured enqueue of a graph: on the capturing stream, unordered
+    /// (nothing runs during capture).
+    pub(crate) fn enqueue_captured(&mut self, raw_stream: usize) -> Result<()> {
+        self.count(|c| c.enqueue += 1);
+        // SAFETY: the addresses were set and checked by the warm-up; the
+        // capture tracks every bound buffer.
+        call_bool("enqueueV3 (capture)", || unsafe { ffi::context_enqueue(self.pin(), raw_stream) })
+    }
+
+    /// TensorRT's `isStreamCapturable` for `stream`: `None` where the headers
+    /// lack the query (all but TensorRT-RTX).
+    fn stream_capturable(&self, stream: &Stream) -> Result<Option<bool>> {
+        let s = stream.as_raw() as usize;
+        let (r, _) = call("isStreamCapturable", || ffi::context_is_stream_capturable(self.raw.as_ref().expect("context"), s))?;
+        Ok(match r {
+            1 => Some(true),
+            0 => Some(false),
+            _ => None,
+        })
+    }
+
     /// Enqueue inference on the bindings' stream, after checking the bindings
     /// (see [`Bindings`]). The returned [`Enqueued`] keeps the buffers borrowed
-    /// until the work has completed.
+    /// until the work has completed (or is released).
     pub fn enqueue<'a>(&mut self, bindings: Bindings<'a>) -> Result<Enqueued<'a>> {
-        let entries: Vec<&Entry> = bindings.entries.iter().map(|b| &b.entry).collect();
-        self.set_addresses(&entries)?;
+        self.set_addresses(&bindings.entries)?;
         self.enqueue_raw(bindings.stream)?;
         // Dropping the guards now records each buffer's use after the enqueue,
         // so the buffers cannot be freed before the work, whatever happens to
@@ -450,57 +631,112 @@ impl ExecutionContext {
         Ok(Enqueued { stream: Some(stream), _buffers: std::marker::PhantomData })
     }
 
-    /// Capture one enqueue, for the current shapes and these buffers, into a
-    /// CUDA graph (replay it with [`CudaGraph::launch`], passing the same
-    /// buffers). One ordinary enqueue runs first, as TensorRT requires before
-    /// capture. Errors here (e.g. an engine whose kernels cannot be captured)
-    /// are returned, so callers can fall back to [`enqueue`](Self::enqueue).
-    pub fn capture_graph(&mut self, device: &Device, io: &[(&str, &dyn IoBuffer)]) -> Result<ContextGraph> {
+    /// Capture one enqueue with this context's profile and input shapes and
+    /// these buffers into a CUDA graph. The graph gets an execution context of
+    /// its own (made here, with the same profile and shapes): nothing done to
+    /// this context afterwards can change what the graph replays, and this
+    /// context stays free for other shapes. That costs one more context's
+    /// activation memory for as long as the graph lives.
+    ///
+    /// The buffers are borrowed mutably and checked like an enqueue's (same
+    /// device, each tensor bound once, dtype, size, alignment) before the
+    /// warm-up enqueue, which runs on the bindings' stream after the buffers'
+    /// earlier uses, as TensorRT requires before capture. On TensorRT-RTX the
+    /// graph's context compiles its kernels in that warm-up
+    /// ([`KernelSpecialization::Eager`]), so the graph never freezes fallback
+    /// kernels. Refused with [`Error::NotCapturable`] before any GPU work: a
+    /// shared-memory context, a context with output allocators (the address
+    /// an allocator returns during capture would be baked into the graph
+    /// untracked), an engine TensorRT says cannot be captured on this stream.
+    /// Other capture failures are returned too ([`crate::cuda::is_capture_error`]),
+    /// so callers can fall back to [`enqueue`](Self::enqueue).
+    pub fn capture_graph(&mut self, bindings: Bindings<'_>) -> Result<ContextGraph> {
         if self.shared_memory.is_some() {
-            return Err(Error::InvalidArgument("graph capture of a shared-memory context is not supported".into()));
+            return Err(Error::NotCapturable("the context uses shared device memory".into()));
         }
-        self.check_device(device)?;
-        let entries: Vec<Entry> = io
-            .iter()
-            .map(|(name, b)| Entry { name: (*name).to_owned(), dtype: b.io_dtype(), bytes: b.io_bytes(), address: b.io_address() })
-            .collect();
-        self.set_addresses(&entries.iter().collect::<Vec<_>>())?;
-        // Warm-up: finishes TensorRT's lazy initialisation outside the capture.
-        device.synchronize()?;
-        let warm = Stream::new(device)?;
-        self.enqueue_raw(&warm)?;
-        warm.synchronize()?;
+        if !self.allocators.is_empty() {
+            let names: Vec<&str> = self.allocators.iter().map(|(i, _)| self.engine.io_tensors()[*i].name.as_str()).collect();
+            return Err(Error::NotCapturable(format!(
+                "output(s) {} have an output allocator, whose addresses a graph would freeze untracked",
+                names.join(", ")
+            )));
+        }
+        let stream = bindings.stream;
+        self.check_device(stream.device())?;
+        self.check_shapes()?;
+        check_names(self.engine.io_tensors(), &bindings.entries)?;
+
+        let mut own = Self::create(
+            &self.engine,
+            ffi::ExecutionContextAllocationStrategy::kSTATIC,
+            &ContextOptions::for_capture(),
+            None,
+        )?;
+        if self.profile != 0 {
+            own.set_profile(self.profile, stream)?;
+        }
+        for (t, s) in self.engine.io_tensors().iter().zip(&self.tensors) {
+            if t.mode == IoMode::Input && t.is_dynamic() {
+                own.set_input_shape(&t.name, &s.shape)?;
+            }
+        }
+        own.set_addresses(&bindings.entries)?;
+        if own.stream_capturable(stream)? == Some(false) {
+            return Err(Error::NotCapturable("TensorRT reports enqueueV3 of this engine is not capturable (isStreamCapturable)".into()));
+        }
+        // Warm-up: TensorRT's lazy initialisation (and RTX's JIT) outside the capture.
+        own.enqueue_raw(stream)?;
+        let Bindings { stream, entries } = bindings;
+        let uses: Vec<_> = entries.iter().map(|b| (b.entry.id, b.entry.dtype, b.entry.len, b.entry.address)).collect();
+        drop(entries);
+        stream.synchronize()?;
+        let device = stream.device();
         let graph = CudaGraph::capture(device, |g| {
-            for (_, b) in io {
-                g.uses(b.as_resource())?;
+            for &(id, dtype, len, address) in &uses {
+                g.uses_bound(id, || format!("DeviceBuffer<{dtype}>[{len}] at {address:#x}"));
             }
             // SAFETY: the capture stream is only used for this enqueue, inside the capture.
             let raw = unsafe { g.raw_stream() } as usize;
-            // SAFETY: addresses set above; the graph tracks every buffer it uses.
-            call_bool("enqueueV3 (capture)", || unsafe { ffi::context_enqueue(self.pin(), raw) })
+            own.enqueue_captured(raw)
         })?;
-        Ok(ContextGraph { graph, context_id: self.id })
+        Ok(ContextGraph::new(graph, own, self.id))
     }
 
-    /// Replay a graph this context captured, on `stream`, passing every buffer
-    /// the capture used (see [`CudaGraph::launch`]). Ordered like an enqueue.
-    pub fn launch_graph(&mut self, graph: &mut ContextGraph, stream: &Stream, resources: &mut [&mut dyn GraphResource]) -> Result<()> {
-        if graph.context_id != self.id {
+    /// Replay `graph` (captured by this context's [`capture_graph`](Self::capture_graph))
+    /// on `stream`: the same as [`ContextGraph::launch`].
+    pub fn launch_graph(
+        &mut self,
+        graph: &mut ContextGraph,
+        stream: &Stream,
+        resources: &mut [&mut dyn crate::cuda::GraphResource],
+    ) -> Result<()> {
+        if graph.parent() != self.id {
             return Err(Error::InvalidArgument("the graph was captured by another execution context".into()));
         }
-        self.check_device(stream.device())?;
-        self.order_after_last_work(stream)?;
-        graph.graph.launch(stream, resources)?;
-        self.record_work(stream)
+        graph.launch(stream, resources)
     }
 }
+
+/// A replaced output allocator waiting for the work that may still use it.
+struct RetiredAllocator(#[allow(dead_code)] cxx::UniquePtr<ffi::OutputAllocator>);
+// SAFETY: the allocator is only dropped here, after TensorRT stopped using it;
+// its Rust callbacks are `Send` (OutputCallbacks: Send).
+unsafe impl Send for RetiredAllocator {}
 
 impl Drop for ExecutionContext {
     fn drop(&mut self) {
         // TensorRT must not destroy a context while its work runs.
-        if let Some(event) = &self.last_work {
-            if let Err(e) = event.synchronize() {
-                log::error!(target: "trt", "waiting for an execution context's work failed: {e}");
+        if let Err(e) = self.work.wait() {
+            log::error!(target: "trt", "waiting for an execution context's work failed ({e}); leaking the context");
+            std::mem::forget(std::mem::replace(&mut self.raw, cxx::UniquePtr::null()));
+            std::mem::forget(std::mem::take(&mut self.allocators));
+            return;
+        }
+        // TensorRT frees the context's memory on the thread's current device.
+        let device = self.engine.device().or(self.work.device()).cloned();
+        if let Some(device) = device {
+            if let Err(e) = device.bind() {
+                log::error!(target: "trt", "binding GPU {} to destroy a context failed: {e}", device.ordinal());
             }
         }
     }

@@ -145,13 +145,14 @@ pub struct IoTensor {
     pub dtype: DataType,
     /// Shape, -1 for dynamic dimensions.
     pub shape: Vec<i64>,
-    /// TensorRT's description of the memory format.
+    /// TensorRT's description of the memory format in profile 0 (every
+    /// profile's: [`Engine::io_format`]).
     pub format: String,
-    /// Whether the format is plain row-major (`kLINEAR`).
+    /// Whether the format is plain row-major (`kLINEAR`) in profile 0.
     pub linear: bool,
-    /// The vectorized dimension, or -1.
+    /// The vectorized dimension in profile 0, or -1.
     pub vectorized_dim: i32,
-    /// Components per element for vectorized formats (1 for linear).
+    /// Components per element in profile 0 (1 for linear).
     pub components_per_element: i32,
     /// A shape tensor (its values are dimensions, on the host).
     pub is_shape_tensor: bool,
@@ -159,6 +160,20 @@ pub struct IoTensor {
     pub on_host: bool,
     /// For inputs: the range of each optimization profile.
     pub profiles: Vec<ShapeRange>,
+}
+
+/// An I/O tensor's memory format in one optimization profile (formats may
+/// differ between profiles: `getTensorFormat(name, profileIndex)`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct IoFormat {
+    /// TensorRT's description of the format.
+    pub description: String,
+    /// Plain row-major (`kLINEAR`).
+    pub linear: bool,
+    /// The vectorized dimension, or -1.
+    pub vectorized_dim: i32,
+    /// Components per element for vectorized formats (1 for linear).
+    pub components_per_element: i32,
 }
 
 impl IoTensor {
@@ -171,6 +186,8 @@ impl IoTensor {
 pub(crate) struct EngineInner {
     raw: cxx::UniquePtr<ffi::ICudaEngine>,
     pub(crate) io: Vec<IoTensor>,
+    /// `formats[i][p]`: the format of `io[i]` in profile `p`.
+    pub(crate) formats: Vec<Vec<IoFormat>>,
     pub(crate) profiles: usize,
     /// The GPU it was deserialized onto, when known.
     pub(crate) device: Option<crate::cuda::Device>,
@@ -181,6 +198,17 @@ pub(crate) struct EngineInner {
 // for creating execution contexts (serialized by `Engine::create_context`'s lock).
 unsafe impl Send for EngineInner {}
 unsafe impl Sync for EngineInner {}
+
+impl Drop for EngineInner {
+    fn drop(&mut self) {
+        // TensorRT frees the engine's device memory on the thread's current device.
+        if let Some(device) = &self.device {
+            if let Err(e) = device.bind() {
+                log::error!(target: "trt", "binding GPU {} to destroy an engine failed: {e}", device.ordinal());
+            }
+        }
+    }
+}
 
 impl EngineInner {
     pub(crate) fn get(&self) -> &ffi::ICudaEngine {
@@ -207,6 +235,7 @@ impl Engine {
         let (n, _) = call("getNbIOTensors", || ffi::engine_nb_io(e))?;
         let (profiles, _) = call("getNbOptimizationProfiles", || ffi::engine_nb_profiles(e))?;
         let mut io = Vec::with_capacity(n.max(0) as usize);
+        let mut formats = Vec::with_capacity(n.max(0) as usize);
         for i in 0..n {
             let (d, _) = call("getIOTensorName", || ffi::engine_tensor(e, i))?;
             let mode = match d.mode {
@@ -224,6 +253,17 @@ impl Engine {
                     ranges.push(ShapeRange { min: get(S::kMIN)?, opt: get(S::kOPT)?, max: get(S::kMAX)? });
                 }
             }
+            let mut per_profile = Vec::with_capacity(profiles.max(1) as usize);
+            for p in 0..profiles.max(1) {
+                let (f, _) = call("getTensorFormat(profile)", || ffi::engine_tensor_format(e, &d.name, p))?;
+                per_profile.push(IoFormat {
+                    description: f.format_desc,
+                    linear: f.format == ffi::TensorFormat::kLINEAR,
+                    vectorized_dim: f.vectorized_dim,
+                    components_per_element: f.components_per_element,
+                });
+            }
+            formats.push(per_profile);
             io.push(IoTensor {
                 name: d.name,
                 mode,
@@ -239,7 +279,7 @@ impl Engine {
             });
         }
         Ok(Engine {
-            inner: Arc::new(EngineInner { raw, io, profiles: profiles.max(0) as usize, device: None, _runtime: runtime }),
+            inner: Arc::new(EngineInner { raw, io, formats, profiles: profiles.max(0) as usize, device: None, _runtime: runtime }),
             context_lock: Arc::new(Mutex::new(())),
         })
     }
@@ -257,6 +297,24 @@ impl Engine {
     /// One I/O tensor by name.
     pub fn io_tensor(&self, name: &str) -> Result<&IoTensor> {
         self.inner.io.iter().find(|t| t.name == name).ok_or_else(|| Error::UnknownTensor { name: name.to_owned(), context: "engine I/O" })
+    }
+
+    /// The position of I/O tensor `name` in [`io_tensors`](Self::io_tensors).
+    pub(crate) fn io_index(&self, name: &str) -> Result<usize> {
+        self.inner.io.iter().position(|t| t.name == name).ok_or_else(|| Error::UnknownTensor { name: name.to_owned(), context: "engine I/O" })
+    }
+
+    /// The memory format of I/O tensor `name` in optimization profile `profile`.
+    pub fn io_format(&self, name: &str, profile: usize) -> Result<&IoFormat> {
+        let i = self.io_index(name)?;
+        self.inner.formats[i].get(profile).ok_or_else(|| {
+            Error::InvalidArgument(format!("profile {profile} does not exist (the engine has {})", self.inner.profiles))
+        })
+    }
+
+    /// The formats of every I/O tensor: `[io index][profile]`.
+    pub(crate) fn formats(&self) -> &[Vec<IoFormat>] {
+        &self.inner.formats
     }
 
     /// The inputs.
@@ -301,11 +359,21 @@ impl Engine {
         Ok(SerializedEngine::from_host_memory(mem))
     }
 
-    pub(crate) fn create_context_raw(&self, strategy: ffi::ExecutionContextAllocationStrategy) -> Result<cxx::UniquePtr<ffi::IExecutionContext>> {
+    /// `specialization` and `rtx_graphs` are TensorRT-RTX runtime options (-1: default).
+    pub(crate) fn create_context_raw(
+        &self,
+        strategy: ffi::ExecutionContextAllocationStrategy,
+        specialization: i32,
+        rtx_graphs: i32,
+    ) -> Result<cxx::UniquePtr<ffi::IExecutionContext>> {
+        // TensorRT allocates the context's activation memory on the thread's current device.
+        if let Some(device) = &self.inner.device {
+            device.bind()?;
+        }
         let _serial = self.context_lock.lock().unwrap_or_else(|e| e.into_inner());
         let ptr = self.inner.raw.as_mut_ptr();
         // SAFETY: creating a context mutates engine bookkeeping; serialized by the lock.
         let pinned = unsafe { Pin::new_unchecked(&mut *ptr) };
-        call_owned("createExecutionContext", || ffi::engine_create_context(pinned, strategy))
+        call_owned("createExecutionContext", || ffi::engine_create_context(pinned, strategy, specialization, rtx_graphs))
     }
 }

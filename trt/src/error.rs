@@ -186,6 +186,19 @@ pub enum Error {
         required: usize,
     },
 
+    /// Inputs whose shapes are not (sufficiently) set, as TensorRT's
+    /// `inferShapes` names them: set them with `set_input_shape` first.
+    #[error("input shape(s) not set: {}", inputs.join(", "))]
+    MissingInputShapes {
+        /// The inputs.
+        inputs: Vec<String>,
+    },
+
+    /// This context cannot be captured into a CUDA graph (the reason says
+    /// why); run it with ordinary enqueues instead.
+    #[error("graph capture refused: {0}")]
+    NotCapturable(String),
+
     /// An argument is out of range or inconsistent (the message says which).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

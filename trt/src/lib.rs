@@ -5,7 +5,7 @@
 //! | raw | `trt-sys` | cxx bridge over a C++ shim; TensorRT enums checked against the headers |
 //! | loading | [`Library`] | TensorRT found and loaded at run time (`libloading`), version-checked |
 //! | build | [`Builder`], [`Network`], [`OnnxParser`], [`BuilderConfig`], [`ProfileSpec`], [`SerializedEngine`], [`TimingCache`] | ONNX or hand-written network to a plan |
-//! | run | [`Runtime`], [`Engine`], [`ExecutionContext`] | plan to results on a CUDA stream |
+//! | run | [`Runtime`], [`Engine`], [`ExecutionContext`], [`Bindings`], [`ContextGraph`], [`ContextPool`] | plan to results on a CUDA stream; one enqueue as a CUDA graph with its own context |
 //! | CUDA | [`cuda`] | devices, streams, events, typed device and pinned buffers, graphs (cudarc) |
 //!
 //! Which TensorRT: the headers found when `trt-sys` was built decide (TensorRT
@@ -38,6 +38,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod binding;
 mod builder;
 mod call;
 mod config;
@@ -48,6 +49,7 @@ mod engine;
 mod engine_cache;
 mod error;
 mod fsutil;
+mod graph;
 mod library;
 pub mod logger;
 mod network;
@@ -59,16 +61,21 @@ mod serialized;
 mod shape;
 mod timing_cache;
 mod version;
+mod work;
 
 pub use builder::Builder;
 #[cfg(trt_weakly_typed)]
 pub use config::AllowedPrecision;
 pub use config::{BuildSettings, BuilderConfig, CancelToken, HardwareCompatibility};
-pub use context::{Bindings, ContextGraph, Enqueued, ExecutionContext, IoBuffer, SharedDeviceMemory, IO_ALIGNMENT};
-pub use trt_sys::callbacks::OutputCallbacks;
+pub use binding::{Bindings, IO_ALIGNMENT};
+#[cfg(trt_rtx)]
+pub use context::KernelSpecialization;
+pub use context::{ContextCalls, ContextOptions, Enqueued, ExecutionContext, SharedDeviceMemory};
+pub use graph::ContextGraph;
+pub use trt_sys::callbacks::{OutputCallbacks, Reallocation};
 pub use dtype::DataType;
 pub use engine_cache::{CacheOutcome, EngineCache};
-pub use engine::{Engine, IoMode, IoTensor, Runtime};
+pub use engine::{Engine, IoFormat, IoMode, IoTensor, Runtime};
 pub use error::{Error, ErrorCode, OnnxError, Result, TrtMessage};
 pub use library::{header_version, setup_dir, Library, LibraryKind};
 pub use network::{Activation, ElementWise, HostData, LayerInfo, LayerKind, MatrixOp, Network, Precision, Reduce, Tensor, TensorInfo, Unary};

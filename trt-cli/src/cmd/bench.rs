@@ -25,7 +25,7 @@ use serde_json::json;
 use trt::cuda::{
     Device, DeviceBuffer, Element, Event, GraphResource, PinnedBuffer, Stream,
 };
-use trt::{Bindings, ContextGraph, DataType, ExecutionContext, IoBuffer};
+use trt::{Bindings, ContextGraph, DataType, ExecutionContext};
 use trt_nlp::InputRole;
 
 use crate::error::{CliError, Result};
@@ -112,11 +112,9 @@ impl Value for bool {
 
 /// One I/O tensor's host and device buffers.
 trait Slot {
-    fn name(&self) -> &str;
     fn upload(&mut self, stream: &Stream) -> trt::Result<()>;
     fn download(&mut self, stream: &Stream) -> trt::Result<()>;
     fn bind<'a>(&'a mut self, bindings: Bindings<'a>) -> trt::Result<Bindings<'a>>;
-    fn io(&self) -> &dyn IoBuffer;
     fn resource(&mut self) -> &mut dyn GraphResource;
 }
 
@@ -127,9 +125,6 @@ struct Typed<T: Element> {
 }
 
 impl<T: Element> Slot for Typed<T> {
-    fn name(&self) -> &str {
-        &self.name
-    }
     fn upload(&mut self, stream: &Stream) -> trt::Result<()> {
         self.device.copy_from_pinned(&mut self.host, stream)
     }
@@ -138,9 +133,6 @@ impl<T: Element> Slot for Typed<T> {
     }
     fn bind<'a>(&'a mut self, bindings: Bindings<'a>) -> trt::Result<Bindings<'a>> {
         bindings.bind(&self.name, &mut self.device)
-    }
-    fn io(&self) -> &dyn IoBuffer {
-        &self.device
     }
     fn resource(&mut self) -> &mut dyn GraphResource {
         &mut self.device
@@ -284,12 +276,11 @@ pub fn run(args: Args) -> Result<()> {
     let mut notes = Vec::new();
     let mut graph: Option<ContextGraph> = None;
     if args.graphs {
-        let io: Vec<(&str, &dyn IoBuffer)> = inputs
-            .iter()
-            .chain(outputs.iter())
-            .map(|s| (s.name(), s.io()))
-            .collect();
-        match context.capture_graph(&device, &io) {
+        let mut bindings = Bindings::new(&stream);
+        for s in inputs.iter_mut().chain(outputs.iter_mut()) {
+            bindings = s.bind(bindings)?;
+        }
+        match context.capture_graph(bindings) {
             Ok(g) => graph = Some(g),
             Err(e) => {
                 let note = format!("--graphs: capturing the engine failed ({e}); running ordinary enqueues instead");

@@ -107,10 +107,11 @@ impl From<CaptureMode> for sys::CUstreamCaptureMode {
 /// capture that was invalidated)? Callers can then run the work without a graph.
 ///
 /// True for [`Error::Cuda`] with a `CUDA_ERROR_STREAM_CAPTURE_*` code or
-/// `CUDA_ERROR_CAPTURED_EVENT`.
+/// `CUDA_ERROR_CAPTURED_EVENT`, and for [`Error::NotCapturable`].
 pub fn is_capture_error(err: &Error) -> bool {
     use sys::CUresult::*;
-    matches!(
+    matches!(err, Error::NotCapturable(_))
+        || matches!(
         err,
         Error::Cuda {
             source: DriverError(
@@ -170,6 +171,14 @@ impl GraphCapture<'_> {
             });
         }
         Ok(())
+    }
+
+    /// Declares a use by the buffer identity and description of a binding
+    /// (already checked to be on this device).
+    pub(crate) fn uses_bound(&mut self, id: u64, description: impl FnOnce() -> String) {
+        if !self.uses.iter().any(|u| u.id == id) {
+            self.uses.push(Use { id, description: description() });
+        }
     }
 
     /// Captures a copy of all of `src` into the start of `dst`.

@@ -13,6 +13,7 @@
 //! | [`DeviceBuffer<T>`] | a typed device allocation (`cuMemAllocAsync`) | [`DeviceBuffer::zeros`] |
 //! | [`PinnedBuffer<T>`] | typed page-locked host memory (`cuMemHostAlloc`) | [`PinnedBuffer::zeros`] |
 //! | [`CudaGraph`] | a captured, instantiated CUDA graph | [`CudaGraph::capture`] |
+//! | [`StreamGate`] | a host-opened hold on a stream (observing orderings) | [`StreamGate::close`] |
 //!
 //! # Without a driver
 //!
@@ -80,6 +81,7 @@
 mod buffer;
 mod device;
 mod element;
+mod gate;
 mod graph;
 mod pinned;
 mod stream;
@@ -87,6 +89,7 @@ mod stream;
 pub use buffer::{DeviceBuffer, DevicePtrGuard};
 pub use device::{device_count, driver_available, driver_version, Device};
 pub use element::Element;
+pub use gate::StreamGate;
 pub use graph::{is_capture_error, CaptureMode, CudaGraph, GraphCapture, GraphResource};
 pub use pinned::PinnedBuffer;
 pub use stream::{Event, Stream};
