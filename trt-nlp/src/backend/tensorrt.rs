@@ -3,6 +3,16 @@
 //! sequence: pinned host buffers the tokenizer writes into directly, device
 //! buffers for every I/O tensor, and pinned buffers for the outputs. One
 //! batch is one upload per input, one enqueue, one download per output.
+//!
+//! The hot path makes no redundant call: the context skips input shapes and
+//! tensor addresses that did not change and reads output shapes once per
+//! shape change ([`trt::ContextCalls`]); the enqueue is not waited for on the
+//! host (each download waits for it on the GPU through its buffer's event,
+//! and reading the pinned output waits for the download). Per batch of the
+//! same shape as the previous one: one `enqueueV3`, no other TensorRT call,
+//! one host wait per output. [`TensorRtBackend::stats`] counts it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use half::{bf16, f16};
 use ndarray::{ArrayViewD, IxDyn};
@@ -38,6 +48,28 @@ enum Floats {
 struct Staging {
     inputs: Vec<(InputSpec, Tokens)>,
     outputs: Vec<(String, Floats)>,
+    /// Each output's shape in the last batch, reused (no allocation per batch).
+    shapes: Vec<Vec<usize>>,
+}
+
+/// What the backend has run so far: batches and the TensorRT calls they made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TensorRtStats {
+    /// Batches run.
+    pub batches: u64,
+    /// TensorRT calls those batches made (`setInputShape`, `setTensorAddress`,
+    /// `getTensorShape`, `inferShapes`, `enqueueV3`, ...).
+    pub tensorrt_calls: u64,
+    /// `enqueueV3` calls among them.
+    pub enqueues: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    batches: AtomicU64,
+    tensorrt_calls: AtomicU64,
+    enqueues: AtomicU64,
 }
 
 /// A TensorRT engine as a [`Backend`]: `contexts` execution contexts on one
@@ -46,6 +78,7 @@ pub struct TensorRtBackend {
     pool: ContextPool<Staging>,
     layout: ModelLayout,
     device: Device,
+    counters: Counters,
 }
 
 impl std::fmt::Debug for TensorRtBackend {
@@ -81,7 +114,7 @@ impl TensorRtBackend {
             let mut outputs = Vec::new();
             for o in &layout.outputs {
                 let shape = context.tensor_shape(&o.name)?;
-                let len = shape.iter().product::<i64>().max(1) as usize;
+                let len = staging_len(&o.name, &shape)?;
                 let f = match o.dtype {
                     DataType::Half => Floats::F16(Staged::new(device, stream, len)?),
                     DataType::BF16 => Floats::BF16(Staged::new(device, stream, len)?),
@@ -89,10 +122,33 @@ impl TensorRtBackend {
                 };
                 outputs.push((o.name.clone(), f));
             }
-            Ok(Staging { inputs, outputs })
+            let shapes = vec![Vec::new(); outputs.len()];
+            Ok(Staging { inputs, outputs, shapes })
         })?;
-        Ok(TensorRtBackend { pool, layout, device: device.clone() })
+        Ok(TensorRtBackend { pool, layout, device: device.clone(), counters: Counters::default() })
     }
+
+    /// Batches run so far and the TensorRT calls they made.
+    pub fn stats(&self) -> TensorRtStats {
+        TensorRtStats {
+            batches: self.counters.batches.load(Ordering::Relaxed),
+            tensorrt_calls: self.counters.tensorrt_calls.load(Ordering::Relaxed),
+            enqueues: self.counters.enqueues.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Elements to stage for an output of `shape` at the profile's largest
+/// inputs. A dimension still -1 there depends on the data: no size is known,
+/// so the output cannot be staged (it would need an output allocator).
+fn staging_len(name: &str, shape: &[i64]) -> trt::Result<usize> {
+    if shape.iter().any(|&d| d < 0) {
+        return Err(trt::Error::InvalidArgument(format!(
+            "output '{name}' has shape {shape:?} at the profile's largest input shapes: a data-dependent \
+             dimension, which the TensorRT backend cannot stage"
+        )));
+    }
+    Ok(shape.iter().product::<i64>().max(1) as usize)
 }
 
 impl Backend for TensorRtBackend {
@@ -133,8 +189,9 @@ impl Backend for TensorRtBackend {
         self.layout.check_batch(layout.batch, layout.seq_len)?;
         let (b, s) = (layout.batch, layout.seq_len);
 
-        // 2. Shapes, uploads, enqueue.
-        let mut bindings = Bindings::new(stream);
+        // 2. Shapes, uploads, enqueue (unchanged shapes and addresses cost no TensorRT call).
+        let calls_before = context.calls();
+        let mut bindings = Bindings::with_capacity(stream, state.inputs.len() + state.outputs.len());
         for (spec, t) in state.inputs.iter_mut() {
             context.set_input_shape(&spec.name, &[b as i64, s as i64])?;
             bindings = match t {
@@ -155,22 +212,26 @@ impl Backend for TensorRtBackend {
                 Floats::BF16(st) => bindings.bind(name, &mut st.device)?,
             };
         }
-        context.enqueue(bindings)?.wait()?;
+        // No host wait: every download below waits for the enqueue on the GPU.
+        context.enqueue(bindings)?.release();
 
-        // 3. Downloads of the exact output sizes, then views.
-        let mut shapes = Vec::with_capacity(state.outputs.len());
-        for (name, o) in state.outputs.iter_mut() {
-            let shape: Vec<usize> = context.tensor_shape(name)?.iter().map(|&d| d.max(0) as usize).collect();
+        // 3. Downloads of the exact output sizes (shapes as the enqueue read them), then views.
+        for ((name, o), shape) in state.outputs.iter_mut().zip(state.shapes.iter_mut()) {
+            shape.clear();
+            shape.extend(context.current_shape(name)?.iter().map(|&d| d.max(0) as usize));
             let n: usize = shape.iter().product();
             match o {
                 Floats::F32(st) => st.device.copy_to_pinned_n(&mut st.host, n, stream)?,
                 Floats::F16(st) => st.device.copy_to_pinned_n(&mut st.host, n, stream)?,
                 Floats::BF16(st) => st.device.copy_to_pinned_n(&mut st.host, n, stream)?,
             }
-            shapes.push(shape);
         }
+        let calls = context.calls();
+        self.counters.batches.fetch_add(1, Ordering::Relaxed);
+        self.counters.tensorrt_calls.fetch_add(calls.total() - calls_before.total(), Ordering::Relaxed);
+        self.counters.enqueues.fetch_add(calls.enqueue - calls_before.enqueue, Ordering::Relaxed);
         let mut outputs = Outputs::new();
-        for ((name, o), shape) in state.outputs.iter().zip(&shapes) {
+        for ((name, o), shape) in state.outputs.iter().zip(&state.shapes) {
             let n: usize = shape.iter().product();
             let view = match o {
                 Floats::F32(st) => OutputView::F32(view(&st.host.as_slice()?[..n], shape)?),
@@ -185,4 +246,53 @@ impl Backend for TensorRtBackend {
 
 fn view<'a, T>(data: &'a [T], shape: &[usize]) -> Result<ArrayViewD<'a, T>> {
     ArrayViewD::from_shape(IxDyn(shape), data).map_err(|e| Error::InvalidConfig(format!("output of shape {shape:?}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_data_dependent_output_is_refused_by_name() {
+        // Issue 9, item 11: main sized a one-element buffer for it.
+        let err = staging_len("boxes", &[32, -1, 4]).unwrap_err();
+        assert!(err.to_string().contains("output 'boxes'"), "{err}");
+        assert!(err.to_string().contains("[32, -1, 4]"), "{err}");
+        assert_eq!(staging_len("logits", &[32, 2]).unwrap(), 64);
+        assert_eq!(staging_len("scalar", &[]).unwrap(), 1);
+    }
+
+    #[test]
+    #[ignore = "needs a GPU that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x; CI has none, the H200 is 9.0)"]
+    fn a_repeated_batch_shape_costs_one_enqueue_and_no_other_tensorrt_call() {
+        // Issue 9, item 12, checked where an engine can run.
+        let model = trt::setup_dir().join("models/minilm");
+        let builder = trt::Builder::new().unwrap();
+        let network = trt::OnnxParser::parse_file(&builder, model.join("model.onnx")).unwrap();
+        let mut config = builder.config().unwrap();
+        let names = ["input_ids", "attention_mask", "token_type_ids"];
+        config.add_profile(trt::ProfileSpec::new().with_all(&names, trt::ShapeRange::new(&[1, 1], &[8, 128], &[32, 128]))).unwrap();
+        let plan = builder.build(&network, &config).unwrap();
+        let device = Device::new(0).unwrap();
+        let engine = trt::Runtime::new().unwrap().deserialize_on(plan.as_bytes(), &device).unwrap();
+        let backend = TensorRtBackend::new(&engine, &device, 1).unwrap();
+        let pipeline = crate::TokenizerPipeline::builder(128).from_file(model.join("tokenizer.json")).unwrap();
+        let texts = ["the same four", "texts every time", "so the shape", "repeats"];
+        let run = |backend: &TensorRtBackend| {
+            let mut fill = |batch: &mut EncodedBatch<'_>| pipeline.encode_into(&texts, batch);
+            let mut read = |_: &crate::BatchLayout, outputs: &Outputs<'_>| {
+                assert!(outputs.iter().count() > 0);
+                Ok(())
+            };
+            backend.run(&mut fill, &mut read).unwrap();
+        };
+        run(&backend);
+        let first = backend.stats();
+        run(&backend);
+        let second = backend.stats();
+        println!("first batch {first:?}, second {second:?}");
+        assert_eq!(second.batches, 2);
+        assert_eq!(second.enqueues - first.enqueues, 1);
+        assert_eq!(second.tensorrt_calls - first.tensorrt_calls, 1, "only enqueueV3 for a repeated shape");
+    }
 }
