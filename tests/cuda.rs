@@ -416,8 +416,7 @@ fn a_stream_gate_holds_later_work_until_opened() {
     let gate = StreamGate::close(&stream, Duration::from_secs(10)).unwrap();
     let after = Event::without_timing(&device).unwrap();
     after.record(&stream).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
-    assert!(!after.is_complete().unwrap(), "work passed a closed gate");
+    assert!(gate.holds_back(&after, Duration::from_millis(50)).unwrap(), "work passed a closed gate");
     gate.open();
     after.synchronize().unwrap();
     // A dropped gate opens too; a forgotten one stops by itself after its limit.
@@ -444,8 +443,7 @@ fn bindings_order_their_stream_after_the_buffers_earlier_uses() {
     let bindings = trt::Bindings::new(&b).bind("x", &mut x).unwrap();
     let bound = Event::without_timing(&device).unwrap();
     bound.record(bindings.stream()).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
-    assert!(!bound.is_complete().unwrap(), "the bindings' stream did not wait for the upload");
+    assert!(gate.holds_back(&bound, Duration::from_millis(50)).unwrap(), "the bindings' stream did not wait for the upload");
     gate.open();
     bound.synchronize().unwrap();
     drop(bindings);

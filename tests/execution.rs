@@ -254,6 +254,16 @@ fn set_shapes(context: &mut ExecutionContext, batch: usize, seq: usize) {
 }
 
 const HOLD: Duration = Duration::from_secs(10);
+const SETTLE: Duration = Duration::from_millis(50);
+
+/// Device 0, a stream, and a context of `engine` with every input at `[batch, seq]`.
+fn context_at(engine: &Engine, batch: usize, seq: usize) -> (Device, Stream, ExecutionContext) {
+    let device = Device::new(0).unwrap();
+    let stream = Stream::new(&device).unwrap();
+    let mut context = ExecutionContext::new(engine).unwrap();
+    set_shapes(&mut context, batch, seq);
+    (device, stream, context)
+}
 
 #[test]
 #[ignore = "needs a GPU that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x; CI has none, the H200 is 9.0)"]
@@ -263,11 +273,7 @@ fn a_graph_replays_the_state_it_was_captured_with_whatever_its_parent_does() {
     // depends on (main: `context.tensor_shape("logits")` became [1, 2]).
     let r = reference();
     let expected = expected_logits(&r, "fp32");
-    let device = Device::new(0).unwrap();
-    let stream = Stream::new(&device).unwrap();
-    let engine = engine(false);
-    let mut parent = ExecutionContext::new(&engine).unwrap();
-    set_shapes(&mut parent, r.batch, r.seq);
+    let (_device, stream, mut parent) = context_at(&engine(false), r.batch, r.seq);
     let mut io = Io::reference(&r, &stream);
     let mut graph = parent.capture_graph(io.bindings(&stream)).unwrap();
     // Change everything on the parent: shapes, addresses (an enqueue with other buffers).
@@ -308,8 +314,7 @@ fn a_profile_switch_waits_for_the_contexts_last_work() {
     context.set_profile(1, &b).unwrap();
     let after = Event::without_timing(&device).unwrap();
     after.record(&b).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
-    assert!(!after.is_complete().unwrap(), "the profile switch on stream b did not wait for the enqueue on stream a");
+    assert!(gate.holds_back(&after, SETTLE).unwrap(), "the profile switch on stream b did not wait for the enqueue on stream a");
     gate.open();
     after.synchronize().unwrap();
     // Shapes must be set again for the new profile.
@@ -347,11 +352,7 @@ fn fixed_allocator(stream: &Stream, elements: usize) -> (Box<FixedAllocator>, Ar
 fn a_replaced_output_allocator_lives_until_the_work_completes() {
     // Issue 9, item 3 (and 10: the output is both preallocated and given an
     // allocator). On main the old allocator was dropped inside set_output_allocator.
-    let device = Device::new(0).unwrap();
-    let stream = Stream::new(&device).unwrap();
-    let engine = engine(false);
-    let mut context = ExecutionContext::new(&engine).unwrap();
-    set_shapes(&mut context, 2, 8);
+    let (_device, stream, mut context) = context_at(&engine(false), 2, 8);
     let (first, first_dropped) = fixed_allocator(&stream, 64);
     context.set_output_allocator("logits", first).unwrap();
     let mut io = Io::zeros(2, 8, &stream);
@@ -360,7 +361,7 @@ fn a_replaced_output_allocator_lives_until_the_work_completes() {
     context.enqueue(io.bindings(&stream)).unwrap().release();
     let (second, second_dropped) = fixed_allocator(&stream, 64);
     context.set_output_allocator("logits", second).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
+    std::thread::sleep(SETTLE);
     assert!(!first_dropped.load(Ordering::SeqCst), "the replaced allocator was dropped under queued work");
     assert_eq!(context.retired_allocators(), 1);
     gate.open();
@@ -377,11 +378,7 @@ fn a_replaced_output_allocator_lives_until_the_work_completes() {
 fn capture_is_refused_for_a_context_with_an_output_allocator() {
     // Issue 9, item 4: on main the capture went ahead and froze the
     // allocator's address into the graph.
-    let device = Device::new(0).unwrap();
-    let stream = Stream::new(&device).unwrap();
-    let engine = engine(false);
-    let mut context = ExecutionContext::new(&engine).unwrap();
-    set_shapes(&mut context, 2, 8);
+    let (_device, stream, mut context) = context_at(&engine(false), 2, 8);
     let (allocator, _) = fixed_allocator(&stream, 64);
     context.set_output_allocator("logits", allocator).unwrap();
     let mut io = Io::zeros(2, 8, &stream);
@@ -447,12 +444,8 @@ fn a_steady_batch_costs_one_enqueue_and_one_allocation() {
     // Issue 9, item 12: the same shapes through the same buffers make no
     // setInputShape, setTensorAddress, getTensorShape or inferShapes call, and
     // allocate only the bindings' vector.
-    let device = Device::new(0).unwrap();
-    let stream = Stream::new(&device).unwrap();
-    let engine = engine(false);
-    let mut context = ExecutionContext::new(&engine).unwrap();
+    let (_device, stream, mut context) = context_at(&engine(false), 2, 8);
     let mut io = Io::zeros(2, 8, &stream);
-    set_shapes(&mut context, 2, 8);
     context.enqueue(io.bindings(&stream)).unwrap().wait().unwrap();
     let first = context.calls();
     println!("first batch: {first:?}");

@@ -107,10 +107,11 @@ impl ProgressSink {
 /// `cuMemFreeAsync` on `stream`), never at once. The allocator itself is kept
 /// alive until the context's last work has completed, also when replaced.
 pub unsafe trait OutputCallbacks: Send {
-    /// Return a device address of at least `size` bytes aligned to `alignment` for
-    /// output `name`, or 0 when allocation failed. `current` is the address this
-    /// allocator returned last time (0 at first); `stream` is the raw
-    /// `cudaStream_t` the enqueue runs on.
+    /// Return a device address of at least `request.size` bytes aligned to
+    /// `request.alignment` for output `name`, or 0 when allocation failed.
+    /// `request.current` is the output's current memory (0 at first), still
+    /// possibly in use by work queued on `request.stream` (the enqueue's raw
+    /// `cudaStream_t`).
     fn reallocate(&mut self, name: &str, request: Reallocation) -> usize;
     /// The final shape of output `name`.
     fn notify_shape(&mut self, name: &str, dims: &[i64]);

@@ -2,8 +2,8 @@
 //!
 //! A context is used by one thread at a time (TensorRT: "an execution context
 //! must not be used concurrently"): every mutating call takes `&mut self`;
-//! contexts are `Send`, not `Sync`. Its GPU work is ordered too
-//! ([`WorkOrder`](crate::work)): every enqueue, profile switch or graph launch
+//! contexts are `Send`, not `Sync`. Its GPU work is ordered too (one event at
+//! its latest work, `trt/src/work.rs`): every enqueue, profile switch or graph launch
 //! waits for the context's previous work and records itself, whether or not
 //! TensorRT reported success (a failed `enqueueV3` may have enqueued part of
 //! its work), and dropping the context waits for it.
@@ -185,8 +185,9 @@ struct TensorState {
     shape: Vec<i64>,
     /// `shape` is current (outputs go stale when an input shape changes).
     known: bool,
-    /// The address set with `setTensorAddress` (0: none).
-    address: u64,
+    /// The address last set with `setTensorAddress` (0: null; `None`: not
+    /// known, e.g. after a profile switch, so the next enqueue sets it).
+    address: Option<u64>,
 }
 
 /// An execution context of an [`Engine`].
@@ -300,7 +301,7 @@ impl ExecutionContext {
             .iter()
             .map(|t| {
                 let static_input = t.mode == IoMode::Input && !t.is_dynamic();
-                TensorState { shape: if static_input { t.shape.clone() } else { Vec::new() }, known: static_input, address: 0 }
+                TensorState { shape: if static_input { t.shape.clone() } else { Vec::new() }, known: static_input, address: None }
             })
             .collect();
         Ok(ExecutionContext {
@@ -403,6 +404,7 @@ impl ExecutionContext {
             if t.mode == IoMode::Output || t.is_dynamic() {
                 s.known = false;
             }
+            s.address = None;
         }
         self.shapes_checked = false;
         Ok(())
@@ -530,7 +532,7 @@ impl ExecutionContext {
                 AddressPlan::Set(a) => a,
                 AddressPlan::Allocator => 0,
             };
-            if self.tensors[index].address == address {
+            if self.tensors[index].address == Some(address) {
                 continue;
             }
             let mut calls = self.calls.get();
@@ -541,7 +543,7 @@ impl ExecutionContext {
             // above), kept borrowed until the work using it has completed; or
             // null for an output its allocator provides.
             call_bool("setTensorAddress", || unsafe { ffi::context_set_tensor_address(raw, &t.name, address as usize) })?;
-            self.tensors[index].address = address;
+            self.tensors[index].address = Some(address);
         }
         Ok(())
     }
@@ -676,7 +678,7 @@ impl ExecutionContext {
             own.set_profile(self.profile, stream)?;
         }
         for (t, s) in self.engine.io_tensors().iter().zip(&self.tensors) {
-            if t.mode == IoMode::Input && t.is_dynamic() {
+            if t.mode == IoMode::Input && !t.is_shape_tensor && t.is_dynamic() {
                 own.set_input_shape(&t.name, &s.shape)?;
             }
         }

@@ -121,6 +121,8 @@ mod tests {
         }
     }
 
+    const SETTLE: Duration = Duration::from_millis(50);
+
     fn gpu() -> (Device, Stream, Stream) {
         let device = Device::new(0).expect("CUDA device 0");
         let (a, b) = (Stream::new(&device).unwrap(), Stream::new(&device).unwrap());
@@ -139,8 +141,7 @@ mod tests {
         order.record(&b).unwrap();
         let after = Event::without_timing(&device).unwrap();
         after.record(&b).unwrap();
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(!after.is_complete().unwrap(), "work on stream b ran before the work it was ordered after");
+        assert!(gate.holds_back(&after, SETTLE).unwrap(), "work on stream b ran before the work it was ordered after");
         gate.open();
         after.synchronize().unwrap();
         assert!(after.is_complete().unwrap());
@@ -157,7 +158,7 @@ mod tests {
         order.retire(Box::new(DropFlag(dropped.clone()))).unwrap();
         // New work after the retirement must not extend its wait.
         order.record(&a).unwrap();
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(SETTLE);
         order.collect().unwrap();
         assert!(!dropped.load(Ordering::SeqCst), "dropped while the work it must outlive was still queued");
         assert_eq!(order.retired(), 1);

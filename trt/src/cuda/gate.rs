@@ -46,6 +46,14 @@ impl StreamGate {
         Ok(StreamGate { open })
     }
 
+    /// Whether `event` (recorded after work ordered behind this gate) is
+    /// still pending after `settle`: what a test of an ordering asserts
+    /// while the gate is closed.
+    pub fn holds_back(&self, event: &super::Event, settle: Duration) -> Result<bool> {
+        std::thread::sleep(settle);
+        Ok(!event.is_complete()?)
+    }
+
     /// Lets the stream go on.
     pub fn open(&self) {
         self.open.store(true, Ordering::Release);
