@@ -12,7 +12,8 @@
 //! input shape, every tensor address, the output shapes TensorRT inferred. A
 //! call that would change nothing makes no TensorRT call, so a steady stream
 //! of same-shaped batches through the same buffers costs one `enqueueV3` each
-//! (see [`ContextCalls`]).
+//! (see [`ContextCalls`]). Changes made through the raw handle
+//! ([`AsRaw`](crate::AsRaw)) bypass that memory: do not mix the two.
 
 use std::cell::Cell;
 use std::pin::Pin;
