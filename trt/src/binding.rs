@@ -139,7 +139,7 @@ pub(crate) fn check_tensor(
     if t.mode == IoMode::Output && has_allocator {
         return Ok(AddressPlan::Set(b.address));
     }
-    if crate::profile::is_dynamic(shape) {
+    if crate::shape::is_dynamic(shape) {
         return Err(Error::InvalidArgument(format!(
             "output '{}' has a data-dependent shape {shape:?}; give it an output allocator",
             t.name

@@ -13,9 +13,6 @@ use crate::call::{call, call_bool};
 use crate::network::TensorInfo;
 use crate::{Error, Result};
 
-// Callers outside this file ask crate::shape directly; kept for context.rs until it does.
-pub(crate) use crate::shape::is_dynamic;
-
 /// Smallest, typical and largest shape of one input.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct ShapeRange {
