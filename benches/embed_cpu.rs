@@ -16,7 +16,10 @@
 //! against Python's (cosine), so both sides did the same work.
 //!
 //! Env: `EMBED_BENCH_TEXTS` (default 2000), `EMBED_BENCH_REPEATS` (3),
-//! `EMBED_BENCH_THREADS` (default: all cores), `EMBED_BENCH_BATCH` (32).
+//! `EMBED_BENCH_THREADS` (default: all cores), `EMBED_BENCH_BATCH` (32),
+//! `BENCH_PYTHON` (default: the setup venv's python; on the GPU host, its
+//! python3, whose onnxruntime is 1.30: point `ORT_DYLIB_PATH` at that wheel's
+//! library so both sides run the same build).
 //! Last line: `ratio_vs_python_onnxruntime: X.XX`.
 
 use std::io::Write;
@@ -51,7 +54,7 @@ fn main() {
     let deps = trt::setup_dir();
     let model = require(deps.join("models/minilm/model.onnx"));
     let tokenizer = require(deps.join("models/minilm/tokenizer.json"));
-    let python = require(deps.join("venv/bin/python"));
+    let python = std::env::var_os("BENCH_PYTHON").map(PathBuf::from).unwrap_or_else(|| require(deps.join("venv/bin/python")));
 
     let generator = TokenizerPipeline::builder(MAX_LEN).threads(1).from_file(&tokenizer).expect("tokenizer loads");
     let texts = texts::generate_texts(generator.tokenizer(), n);
@@ -83,8 +86,13 @@ fn main() {
     println!("rust   trt-nlp Embedder (ONNX Runtime, length-sorted): {rust_tps:9.1} texts/s");
 
     // Python, same job.
+    // The script beside this file, or (a binary carried to another machine) under the current folder.
+    let script = [PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benches/embed_python.py"), PathBuf::from("benches/embed_python.py")]
+        .into_iter()
+        .find(|p| p.exists())
+        .expect("benches/embed_python.py: run from the repository root");
     let out = Command::new(&python)
-        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benches/embed_python.py"))
+        .arg(script)
         .args(["--model", &model.display().to_string(), "--tokenizer", &tokenizer.display().to_string()])
         .args(["--texts", &file.path().display().to_string(), "--save", &saved.path().display().to_string()])
         .args(["--threads", &threads.to_string(), "--batch", &batch.to_string(), "--max-len", &MAX_LEN.to_string()])
