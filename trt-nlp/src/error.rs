@@ -98,6 +98,11 @@ pub enum Error {
         id: u32,
     },
 
+    /// Ready token ids given by the caller cannot be a row of a batch (empty,
+    /// an id outside the vocabulary, ...).
+    #[error("invalid token row: {0}")]
+    InvalidTokens(String),
+
     /// The tokenizer defines no padding token and none was configured.
     #[error("the tokenizer defines no padding token; set one with PipelineBuilder::pad_id")]
     NoPadToken,

@@ -6,6 +6,8 @@
 //! | [`TokenizerPipeline`] | Hugging Face `tokenizer.json` → padded `[batch, seq_len]` i32/i64 tensors, written in place, in parallel |
 //! | [`Backend`] | the seam to a model executor: one batch of token tensors in, named outputs out ([`backend`]) |
 //! | [`ModelLayout`] | a model's token inputs, float outputs and the batch / sequence ranges it accepts |
+//! | [`TokenRow`] | one text's tokens, owned: tokenize at one moment ([`TokenizerPipeline::tokenize`]), pack into a batch later ([`TokenizerPipeline::pack`]) |
+//! | [`batching`] | dynamic batching: a [`Scheduler`](batching::Scheduler) over a [`Backend`] for many threads and tasks |
 //! | [`InputSpec`], [`EncodedBatch`] | which tensors an engine takes (name, role, dtype) and the caller's buffers for them |
 //! | [`softmax`], [`top_k`], [`Labels`] | classifier logits → probabilities → named top-k classes |
 //! | [`mean_pool`], [`cls_pool`], [`l2_normalize`], [`Pooling`] | hidden states → sentence embeddings (sentence-transformers semantics) |
@@ -80,6 +82,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod batching;
 mod buffers;
 mod classifier;
 mod embedder;
@@ -109,4 +112,5 @@ pub use postprocess::{
     cls_pool, l2_normalize, mean_pool, softmax, top_k, FloatElement, Labels, MaskElement, Pooling,
     Prediction,
 };
+pub use rows::TokenRow;
 pub use spec::{InputRole, InputSpec};

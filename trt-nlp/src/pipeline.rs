@@ -7,6 +7,12 @@
 //! steps: encode the texts in parallel chunks, then, once the padded length
 //! is known, write each row in place into the caller's buffers.
 //!
+//! The two steps are also public on their own, for callers that must know
+//! each text's length long before its batch exists (the batching scheduler
+//! groups by length and budgets tokens at submit):
+//! [`TokenizerPipeline::tokenize`] gives owned [`TokenRow`]s, and
+//! [`TokenizerPipeline::pack`] later writes any set of them as one padded batch.
+//!
 //! ASCII texts of a standard BERT WordPiece tokenizer take an exact,
 //! allocation-free byte-level path (see `fast_path`); every other text goes
 //! through `tokenizers`' `encode_fast` (no offsets). Either way the ids equal
@@ -26,7 +32,7 @@ use crate::buffers::EncodedBatch;
 use crate::error::{Error, Result};
 use crate::fast_path::FastWordPiece;
 use crate::parallel::build_pool;
-use crate::rows::{Chunk, Pad, Row, Tokens};
+use crate::rows::{Chunk, Pad, Row, TokenRow, Tokens};
 
 /// What to do with a text longer than the maximum sequence length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -380,6 +386,114 @@ impl TokenizerPipeline {
         (bytes / per_task).clamp(1, threads * 4).min(texts.len())
     }
 
+    /// Tokenizes `texts` into owned rows (truncated or rejected as
+    /// [`encode_into`](Self::encode_into) would), without writing any batch:
+    /// the first of the two steps, for callers that batch later (see [`pack`](Self::pack)).
+    ///
+    /// ```
+    /// # let tokenizer_json = concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps/minilm/tokenizer.json");
+    /// use trt::DataType;
+    /// use trt_nlp::{EncodedBatch, InputSpec, TokenizerPipeline};
+    ///
+    /// let pipeline = TokenizerPipeline::builder(128).threads(1).from_file(tokenizer_json)?;
+    /// let rows = pipeline.tokenize(&["A short one.", "A somewhat longer sentence to embed."])?;
+    /// assert_eq!(rows[0].len(), 6); // [CLS] a short one . [SEP]
+    ///
+    /// // Later, any subset of rows, in any order, as one batch:
+    /// let [ids_spec, mask_spec, _] = InputSpec::bert(DataType::Int32)?;
+    /// let (mut ids, mut mask) = (vec![0i32; 2 * 128], vec![0i32; 2 * 128]);
+    /// let mut batch = EncodedBatch::new().with(ids_spec, &mut ids)?.with(mask_spec, &mut mask)?;
+    /// let layout = pipeline.pack([&rows[1], &rows[0]], &mut batch)?;
+    /// assert_eq!(layout.lengths, [rows[1].len(), 6]);
+    /// # Ok::<(), trt_nlp::Error>(())
+    /// ```
+    pub fn tokenize<S>(&self, texts: &[S]) -> Result<Vec<TokenRow>>
+    where
+        S: AsRef<str> + Sync,
+    {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tasks = self.tasks_for(texts);
+        let run = |tasks| -> Result<Vec<TokenRow>> {
+            let chunks = self.encode_chunks(texts, tasks)?;
+            let (rows, layout) = self.layout(&chunks)?;
+            let mut truncated = layout.truncated.iter().peekable();
+            let owned = rows
+                .into_iter()
+                .enumerate()
+                .map(|(i, row)| row.to_token_row(truncated.next_if_eq(&&i).is_some()))
+                .collect();
+            Ok(owned)
+        };
+        if tasks == 1 {
+            return run(1);
+        }
+        self.pool.install(|| run(tasks))
+    }
+
+    /// Writes `rows` as one `[rows, seq_len]` batch into the bound tensors of
+    /// `outputs`, padded by the pipeline's policy (as
+    /// [`encode_into`](Self::encode_into) pads): the second of the two steps.
+    /// Rows come from [`tokenize`](Self::tokenize) or [`TokenRow::new`]; each
+    /// must pass [`check_row`](Self::check_row). Nothing is written on error.
+    pub fn pack<'r>(&self, rows: impl IntoIterator<Item = &'r TokenRow>, outputs: &mut EncodedBatch<'_>) -> Result<BatchLayout> {
+        let rows: Vec<&'r TokenRow> = rows.into_iter().collect();
+        let mut layout = BatchLayout { batch: rows.len(), lengths: Vec::with_capacity(rows.len()), ..BatchLayout::default() };
+        for (index, r) in rows.iter().enumerate() {
+            self.check_row(r).map_err(|e| match e {
+                Error::TooLong { tokens, max_len, .. } => Error::TooLong { index, tokens, max_len },
+                e => e,
+            })?;
+            if r.truncated() {
+                layout.truncated.push(index);
+            }
+            layout.lengths.push(r.len());
+        }
+        if rows.is_empty() {
+            return Ok(layout);
+        }
+        layout.seq_len = self.padded_len(layout.lengths.iter().copied().max().unwrap_or(0));
+        outputs.check(layout.batch, layout.seq_len, self.max_id)?;
+        // Packing is a copy of a few thousand ids: not worth waking the pool.
+        let rows: Vec<Row<'r>> = rows.into_iter().map(Row::Owned).collect();
+        outputs.write(&rows, layout.seq_len, self.pad, 1);
+        Ok(layout)
+    }
+
+    /// Whether `row` can be packed by this pipeline: at most
+    /// [`max_len`](Self::max_len) tokens ([`Error::TooLong`], index 0) and
+    /// every id within the tokenizer's vocabulary ([`Error::InvalidTokens`]).
+    pub fn check_row(&self, row: &TokenRow) -> Result<()> {
+        if row.len() > self.max_len {
+            return Err(Error::TooLong { index: 0, tokens: row.len(), max_len: self.max_len });
+        }
+        if row.is_empty() {
+            return Err(Error::InvalidTokens("a token row needs at least one token".into()));
+        }
+        if let Some(id) = row.ids().iter().find(|&&id| id > self.max_id) {
+            return Err(Error::InvalidTokens(format!("token id {id} is outside the vocabulary (largest id {})", self.max_id)));
+        }
+        Ok(())
+    }
+
+    /// The padded length of a non-empty batch whose longest row has `longest`
+    /// tokens, by the padding policy and the minimum length: what a batch
+    /// costs in padded tokens is `rows * padded_len(longest)`.
+    pub fn padded_len(&self, longest: usize) -> usize {
+        let padded = match self.padding {
+            Padding::Longest => longest,
+            Padding::Bucket(b) => longest.div_ceil(b).saturating_mul(b).min(self.max_len),
+            Padding::Max => self.max_len,
+        };
+        padded.max(self.min_len)
+    }
+
+    /// The minimum row length (see [`PipelineBuilder::min_len`]).
+    pub fn min_len(&self) -> usize {
+        self.min_len
+    }
+
     /// Elements a buffer needs to hold any batch of `batch` texts
     /// (`batch * max_len`).
     pub fn buffer_len(&self, batch: usize) -> usize {
@@ -518,14 +632,11 @@ impl TokenizerPipeline {
             layout.lengths.push(row.len());
             rows.push(row);
         }
-        let longest = layout.lengths.iter().copied().max().unwrap_or(0);
-        let padded = match self.padding {
-            Padding::Longest => longest,
-            Padding::Bucket(b) => longest.div_ceil(b).saturating_mul(b).min(self.max_len),
-            Padding::Max => self.max_len,
-        };
         // An empty batch stays empty; otherwise rows are at least min_len long.
-        layout.seq_len = if layout.lengths.is_empty() { padded } else { padded.max(self.min_len) };
+        layout.seq_len = match layout.lengths.iter().copied().max() {
+            None => 0,
+            Some(longest) => self.padded_len(longest),
+        };
         Ok((rows, layout))
     }
 }

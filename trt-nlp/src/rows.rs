@@ -5,11 +5,77 @@
 //! `Encoding` of the others, so no per-text vector is allocated by us. Once
 //! the padded length is known, each [`Row`] writes itself into its slice of
 //! every output tensor.
+//!
+//! For callers that tokenize at one moment and batch at another (the batching
+//! scheduler: lengths must be known at submit, the batch is formed later), a
+//! [`TokenRow`] is one text's tokens owned on their own, and a row of a later
+//! batch borrows it.
 
 use tokenizers::Encoding;
 
+use crate::error::{Error, Result};
 use crate::fast_path::Template;
 use crate::spec::InputRole;
+
+/// One text's tokens, owned: ids and type ids, special tokens included, no
+/// padding. Made by [`TokenizerPipeline::tokenize`](crate::TokenizerPipeline::tokenize)
+/// or from ready ids with [`TokenRow::new`]; packed into a batch with
+/// [`TokenizerPipeline::pack`](crate::TokenizerPipeline::pack).
+///
+/// ```
+/// let row = trt_nlp::TokenRow::new(vec![101, 7592, 102], None)?;
+/// assert_eq!((row.len(), row.type_ids()), (3, &[0, 0, 0][..]));
+/// # Ok::<(), trt_nlp::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRow {
+    ids: Vec<u32>,
+    type_ids: Vec<u32>,
+    truncated: bool,
+}
+
+impl TokenRow {
+    /// A row of ready ids; `type_ids` default to 0 and must otherwise be as
+    /// long as `ids`. An empty row is refused (a model cannot attend to nothing).
+    pub fn new(ids: Vec<u32>, type_ids: Option<Vec<u32>>) -> Result<Self> {
+        if ids.is_empty() {
+            return Err(Error::InvalidTokens("a token row needs at least one token".into()));
+        }
+        let type_ids = match type_ids {
+            Some(t) if t.len() != ids.len() => {
+                return Err(Error::Shape { what: "token row type ids vs ids", expected: vec![ids.len()], got: vec![t.len()] })
+            }
+            Some(t) => t,
+            None => vec![0; ids.len()],
+        };
+        Ok(TokenRow { ids, type_ids, truncated: false })
+    }
+
+    /// Tokens in the row (its attention length).
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the row holds no token (never, for rows made here).
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Token ids.
+    pub fn ids(&self) -> &[u32] {
+        &self.ids
+    }
+
+    /// Token type (segment) ids.
+    pub fn type_ids(&self) -> &[u32] {
+        &self.type_ids
+    }
+
+    /// Whether the text was cut to the pipeline's maximum length.
+    pub fn truncated(&self) -> bool {
+        self.truncated
+    }
+}
 
 /// One text's tokens, as the chunk holds them.
 // Not boxed: that would add an allocation per text on the slow path, and a
@@ -49,6 +115,8 @@ pub(crate) enum Row<'a> {
     },
     /// An encoding from `tokenizers`.
     Full(&'a Encoding),
+    /// Tokens owned by the caller, tokenized earlier.
+    Owned(&'a TokenRow),
 }
 
 /// The values padding positions get.
@@ -82,7 +150,18 @@ impl Row<'_> {
         match self {
             Row::Fast { content, template } => content.len() + template.added(),
             Row::Full(e) => e.len(),
+            Row::Owned(r) => r.len(),
         }
+    }
+
+    /// The row's tokens as an owned [`TokenRow`].
+    pub fn to_token_row(self, truncated: bool) -> TokenRow {
+        let (ids, type_ids) = match self {
+            Row::Fast { content, template } => (template.ids(content).collect(), template.type_ids(content.len()).collect()),
+            Row::Full(e) => (e.get_ids().to_vec(), e.get_type_ids().to_vec()),
+            Row::Owned(r) => (r.ids.clone(), r.type_ids.clone()),
+        };
+        TokenRow { ids, type_ids, truncated }
     }
 
     /// Writes this row's `role` values into `dst` and pads the rest.
@@ -95,6 +174,8 @@ impl Row<'_> {
             (InputRole::AttentionMask, _) => head.fill(cast(1)),
             (InputRole::InputIds, Row::Full(e)) => copy(head, e.get_ids()),
             (InputRole::TokenTypeIds, Row::Full(e)) => copy(head, e.get_type_ids()),
+            (InputRole::InputIds, Row::Owned(r)) => copy(head, &r.ids),
+            (InputRole::TokenTypeIds, Row::Owned(r)) => copy(head, &r.type_ids),
             (
                 InputRole::InputIds,
                 Row::Fast {

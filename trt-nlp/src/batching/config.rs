@@ -1,0 +1,123 @@
+//! How a [`Scheduler`](super::Scheduler) forms batches and bounds its queue.
+//!
+//! Plain data with defaults that suit a CPU or GPU service of single texts;
+//! checked once against the model's layout and the pipeline when the
+//! scheduler is made, so a bad setting fails there, not at the first request.
+
+use std::time::Duration;
+
+use crate::{Error, ModelLayout, Result, TokenizerPipeline};
+
+/// Which queued rows go into one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Grouping {
+    /// Oldest first (within a priority level), as they came: the batch pads
+    /// every row to its longest (text-embeddings-inference's policy).
+    Fifo,
+    /// Length-aware: the oldest row always goes in, with the queued rows
+    /// (same priority level) closest to it in length, so that short texts
+    /// are not padded to a long one's length. Rows of lower levels join only
+    /// when they add no padding.
+    #[default]
+    ByLength,
+}
+
+/// Settings of a [`Scheduler`](super::Scheduler). Start from
+/// [`BatchingConfig::default`] and set what differs.
+///
+/// ```
+/// use std::time::Duration;
+/// let mut config = trt_nlp::batching::BatchingConfig::default();
+/// config.max_batch_size = 64;
+/// config.max_queue_delay = Duration::from_millis(5);
+/// config.max_batch_tokens = Some(64 * 128);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BatchingConfig {
+    /// Most rows (texts) in one batch; at most the model's `max_batch`. Default 32.
+    pub max_batch_size: usize,
+    /// How long the oldest queued row may wait for others to join its batch
+    /// before a smaller batch is cut. Zero cuts as soon as a worker is free. Default 2 ms.
+    pub max_queue_delay: Duration,
+    /// Triton's meaning: as soon as the rows available reach one of these
+    /// sizes, a batch of the largest such size is cut at once; otherwise the
+    /// scheduler waits up to `max_queue_delay`. Empty (default): cut when the
+    /// batch is full or the delay is over.
+    pub preferred_batch_sizes: Vec<usize>,
+    /// Most padded tokens in one batch, `rows * padded_len(longest)`
+    /// (text-embeddings-inference's meaning). `None` (default): no token limit.
+    pub max_batch_tokens: Option<usize>,
+    /// How rows are chosen for a batch. Default [`Grouping::ByLength`].
+    pub grouping: Grouping,
+    /// Most rows waiting at once; a request that would go past it is
+    /// refused at once with [`SubmitError::Overloaded`](super::SubmitError::Overloaded). Default 4096.
+    pub max_queue_size: usize,
+    /// Priority levels; level 0 is served first. Default 3.
+    pub priority_levels: usize,
+    /// Level of a request that names none. Default 1.
+    pub default_priority: usize,
+    /// Timeout of a request that sets no deadline. `None` (default): none.
+    pub default_timeout: Option<Duration>,
+    /// Worker threads, each running one batch at a time. `None` (default):
+    /// the backend's [`instances`](crate::Backend::instances).
+    pub workers: Option<usize>,
+}
+
+impl Default for BatchingConfig {
+    fn default() -> Self {
+        BatchingConfig {
+            max_batch_size: 32,
+            max_queue_delay: Duration::from_millis(2),
+            preferred_batch_sizes: Vec::new(),
+            max_batch_tokens: None,
+            grouping: Grouping::default(),
+            max_queue_size: 4096,
+            priority_levels: 3,
+            default_priority: 1,
+            default_timeout: None,
+            workers: None,
+        }
+    }
+}
+
+impl BatchingConfig {
+    /// Checks the settings against the model and the pipeline that will pack its batches.
+    pub(crate) fn check(&self, layout: &ModelLayout, pipeline: &TokenizerPipeline) -> Result<()> {
+        let bad = |msg: String| Err(Error::InvalidConfig(format!("batching: {msg}")));
+        if self.max_batch_size == 0 || self.max_batch_size > layout.max_batch {
+            return bad(format!("max_batch_size {} is outside the model's batch range 1..={}", self.max_batch_size, layout.max_batch));
+        }
+        if let Some(p) = self.preferred_batch_sizes.iter().find(|&&p| p == 0 || p > self.max_batch_size) {
+            return bad(format!("preferred batch size {p} is outside 1..={}", self.max_batch_size));
+        }
+        if self.max_batch_tokens == Some(0) {
+            return bad("max_batch_tokens 0 admits no batch".into());
+        }
+        if self.max_queue_size == 0 {
+            return bad("max_queue_size 0 admits no request".into());
+        }
+        if self.priority_levels == 0 || self.default_priority >= self.priority_levels {
+            return bad(format!("default priority {} is not one of {} levels", self.default_priority, self.priority_levels));
+        }
+        if self.workers == Some(0) {
+            return bad("0 workers".into());
+        }
+        if pipeline.max_len() > layout.max_seq {
+            return bad(format!("the pipeline's max_len {} exceeds the model's max_seq {}", pipeline.max_len(), layout.max_seq));
+        }
+        if pipeline.min_len() < layout.min_seq {
+            return bad(format!(
+                "the model needs rows of at least {} tokens; build the pipeline with min_len({})",
+                layout.min_seq, layout.min_seq
+            ));
+        }
+        Ok(())
+    }
+
+    /// The preferred size to cut at when `available` rows can go in, if any.
+    pub(crate) fn preferred_cut(&self, available: usize) -> Option<usize> {
+        self.preferred_batch_sizes.iter().copied().filter(|&p| p <= available).max()
+    }
+}

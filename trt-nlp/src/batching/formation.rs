@@ -1,0 +1,158 @@
+//! Where batches are cut: which queued rows form the next batch, and
+//! whether to cut it now or wait for more.
+//!
+//! The rule, in order:
+//! 1. The oldest row of the first non-empty priority level is always in the
+//!    batch, so no row starves.
+//! 2. Rows join up to `max_batch_size` and while the padded cost
+//!    `rows * padded_len(longest)` stays within `max_batch_tokens`. With
+//!    [`Grouping::Fifo`] they join in arrival order (priority levels first)
+//!    and the first row that does not fit stops the batch. With
+//!    [`Grouping::ByLength`] the rows of the head's level are sorted by
+//!    length and the batch is the window around the head that holds the most
+//!    rows and, among those, wastes the fewest padded tokens; rows of lower
+//!    levels then join only if they are no longer than the batch's longest.
+//! 3. Cut now if the scheduler is draining, if the batch cannot grow (it is
+//!    full, or rows are left out by the limits), if a preferred size can be
+//!    formed (the largest one), if the oldest row has waited
+//!    `max_queue_delay`, or if a row's deadline falls before that. Otherwise
+//!    wait until the delay ends (or something arrives).
+//!
+//! A pure function of the queue, the settings and the clock, so each rule is
+//! tested on its own.
+
+use std::time::Instant;
+
+use super::config::{BatchingConfig, Grouping};
+use super::queue::{Item, Queue};
+
+/// What the batcher does next.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Nothing is queued.
+    Idle,
+    /// Cut a batch of these rows: `(level, index in level)`.
+    Cut(Vec<(usize, usize)>),
+    /// Nothing to cut before this instant, unless rows arrive.
+    Wait(Instant),
+}
+
+/// Most rows of one level looked at when grouping by length (a queue of
+/// thousands is sorted in slices, not whole, on every decision).
+const POOL_PER_BATCH: usize = 16;
+
+/// Decides the next batch. `padded_len(longest)` is the padded row length
+/// of a batch whose longest row has `longest` tokens.
+pub(crate) fn decide(queue: &Queue, config: &BatchingConfig, padded_len: &dyn Fn(usize) -> usize, now: Instant, draining: bool) -> Decision {
+    let levels = queue.levels();
+    let Some(head_level) = levels.iter().position(|l| !l.is_empty()) else {
+        return Decision::Idle;
+    };
+    let fits = |longest: usize, rows: usize| config.max_batch_tokens.is_none_or(|b| padded_len(longest).saturating_mul(rows) <= b);
+    let (mut picks, full) = match config.grouping {
+        Grouping::Fifo => fifo(levels, config.max_batch_size, &fits),
+        Grouping::ByLength => by_length(levels, head_level, config.max_batch_size, &fits),
+    };
+    if picks.is_empty() {
+        // The head alone is over the budget: submit refuses such rows, so
+        // this is only reachable if settings change; run it alone rather than never.
+        picks.push((head_level, 0));
+    }
+    if draining || full {
+        return Decision::Cut(picks);
+    }
+    if let Some(size) = config.preferred_cut(picks.len()) {
+        // Keep the oldest rows (the head among them).
+        picks.sort_unstable();
+        picks.truncate(size);
+        return Decision::Cut(picks);
+    }
+    let head = &levels[head_level][0];
+    let window_end = head.request.submitted.checked_add(config.max_queue_delay).unwrap_or(now);
+    if now >= window_end {
+        return Decision::Cut(picks);
+    }
+    let expires_first = picks.iter().any(|&(l, i)| levels[l][i].request.deadline.is_some_and(|d| d <= window_end));
+    if expires_first {
+        return Decision::Cut(picks);
+    }
+    Decision::Wait(window_end)
+}
+
+/// Arrival order, levels first; stops at the first row that does not fit.
+/// Returns the picks and whether rows were left out by the limits.
+fn fifo(levels: &[std::collections::VecDeque<Item>], max_batch: usize, fits: &dyn Fn(usize, usize) -> bool) -> (Vec<(usize, usize)>, bool) {
+    let mut picks = Vec::new();
+    let mut longest = 0;
+    for (l, level) in levels.iter().enumerate() {
+        for (i, item) in level.iter().enumerate() {
+            let longer = longest.max(item.len);
+            if picks.len() == max_batch || !fits(longer, picks.len() + 1) {
+                return (picks, true);
+            }
+            picks.push((l, i));
+            longest = longer;
+        }
+    }
+    let full = picks.len() == max_batch;
+    (picks, full)
+}
+
+/// The window of similar lengths around the head of `head_level`, then rows
+/// of lower levels that add no padding.
+fn by_length(
+    levels: &[std::collections::VecDeque<Item>],
+    head_level: usize,
+    max_batch: usize,
+    fits: &dyn Fn(usize, usize) -> bool,
+) -> (Vec<(usize, usize)>, bool) {
+    let level = &levels[head_level];
+    let pool_len = level.len().min(max_batch.saturating_mul(POOL_PER_BATCH));
+    // (len, index in level), sorted by length then age: ties keep the older row first.
+    let mut sorted: Vec<(usize, usize)> = level.iter().take(pool_len).enumerate().map(|(i, it)| (it.len, i)).collect();
+    sorted.sort_unstable();
+    let head = sorted.iter().position(|&(_, i)| i == 0).unwrap_or(0);
+    let mut prefix = Vec::with_capacity(sorted.len() + 1);
+    prefix.push(0usize);
+    for &(len, _) in &sorted {
+        prefix.push(prefix.last().copied().unwrap_or(0) + len);
+    }
+    let n = sorted.len();
+    let mut chosen = None;
+    for k in (1..=max_batch.min(n)).rev() {
+        let mut best: Option<(usize, usize)> = None; // (waste, start)
+        for start in head.saturating_sub(k - 1)..=head.min(n - k) {
+            let longest = sorted[start + k - 1].0;
+            if !fits(longest, k) {
+                continue;
+            }
+            // Waste ordering only needs to be consistent: unpadded cost of the window's longest row.
+            let waste = longest * k - (prefix[start + k] - prefix[start]);
+            if best.is_none_or(|(w, _)| waste < w) {
+                best = Some((waste, start));
+            }
+        }
+        if let Some((_, start)) = best {
+            chosen = Some((start, k));
+            break;
+        }
+    }
+    let Some((start, k)) = chosen else {
+        return (Vec::new(), true);
+    };
+    let mut picks: Vec<(usize, usize)> = sorted[start..start + k].iter().map(|&(_, i)| (head_level, i)).collect();
+    let longest = sorted[start + k - 1].0;
+    let mut full = k == max_batch || k < level.len();
+    for (l, lower) in levels.iter().enumerate().skip(head_level + 1) {
+        for (i, item) in lower.iter().enumerate() {
+            if picks.len() == max_batch {
+                full = true;
+                break;
+            }
+            if item.len <= longest && fits(longest, picks.len() + 1) {
+                picks.push((l, i));
+            }
+        }
+    }
+    (picks, full)
+}

@@ -1,0 +1,304 @@
+//! The scheduler: accepts requests from any thread, forms batches on one
+//! batcher thread, runs them on worker threads.
+//!
+//! Why a batcher thread of its own: it owns the timing (delay windows,
+//! deadlines) and stays awake while every worker is busy, so a queued
+//! request's deadline fires on time even when the model is busy (Triton's
+//! fires only after the running execution, triton#7512). Workers take cut
+//! batches from a ready list; a batch is cut only when a worker is idle, so
+//! rows keep waiting (and grouping) in the queue rather than in a backlog.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use super::config::BatchingConfig;
+use super::error::SubmitError;
+use super::formation::{decide, Decision};
+use super::handle::{Handle, Pending};
+use super::metrics::{Metrics, MetricsSnapshot};
+use super::queue::{Item, Queue};
+use super::request::{Input, Request};
+use super::worker::run_batch;
+use crate::{Backend, Error, Result, TokenizerPipeline};
+
+/// What the scheduler's threads share, under one lock.
+struct State {
+    queue: Queue,
+    /// Batches cut and not yet taken by a worker.
+    ready: VecDeque<Vec<Item>>,
+    /// Workers with no batch.
+    idle: usize,
+    /// No new request is accepted; the queue drains.
+    closing: bool,
+    /// The batcher has drained the queue and stopped.
+    batcher_done: bool,
+}
+
+struct Shared {
+    backend: Arc<dyn Backend>,
+    pipeline: Arc<TokenizerPipeline>,
+    config: BatchingConfig,
+    metrics: Arc<Metrics>,
+    state: Mutex<State>,
+    /// Wakes the batcher: a request arrived, a worker became idle, shutdown.
+    batcher_wake: Condvar,
+    /// Wakes a worker: a batch is ready, or the batcher stopped.
+    worker_wake: Condvar,
+}
+
+impl Shared {
+    // Nothing that runs under the lock can panic half-way through an update
+    // (backend code runs outside it), so a poisoned lock is used as is.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Dynamic batching over one model: many threads and tasks submit texts (or
+/// token rows); batches are cut by size, delay, preferred sizes, token
+/// budget and length; results come back per request through a [`Handle`].
+///
+/// ```
+/// # fn demo(backend: std::sync::Arc<dyn trt_nlp::Backend>, pipeline: std::sync::Arc<trt_nlp::TokenizerPipeline>) -> Result<(), Box<dyn std::error::Error>> {
+/// use trt_nlp::batching::{BatchingConfig, Request, Scheduler};
+///
+/// let scheduler = Scheduler::new(backend, pipeline, BatchingConfig::default())?;
+/// let handle = scheduler.submit(Request::text("Batch me with others."))?;
+/// let response = handle.wait()?; // or `handle.await` on any executor
+/// let row = &response.rows()[0];
+/// println!("{} tokens, outputs {:?}", row.length, row.outputs.iter().map(|(n, a)| (n, a.shape())).collect::<Vec<_>>());
+/// scheduler.shutdown(); // finishes every accepted request first
+/// # Ok(()) }
+/// ```
+pub struct Scheduler {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler").field("backend", &self.shared.backend.name()).field("config", &self.shared.config).finish()
+    }
+}
+
+impl Scheduler {
+    /// A scheduler over `backend`, whose batches `pipeline` packs (and whose
+    /// texts it tokenizes at submit). Fails if `config` does not fit the
+    /// model's layout or the pipeline (see [`BatchingConfig`]).
+    pub fn new(backend: Arc<dyn Backend>, pipeline: Arc<TokenizerPipeline>, config: BatchingConfig) -> Result<Self> {
+        config.check(backend.layout(), &pipeline)?;
+        let workers = config.workers.unwrap_or_else(|| backend.instances()).max(1);
+        let shared = Arc::new(Shared {
+            metrics: Arc::new(Metrics::new(config.max_batch_size)),
+            state: Mutex::new(State {
+                queue: Queue::new(config.priority_levels),
+                ready: VecDeque::new(),
+                idle: workers,
+                closing: false,
+                batcher_done: false,
+            }),
+            backend,
+            pipeline,
+            config,
+            batcher_wake: Condvar::new(),
+            worker_wake: Condvar::new(),
+        });
+        let scheduler = Scheduler { shared, threads: Mutex::new(Vec::new()) };
+        let spawn = |name: String, body: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name)
+                .spawn(body)
+                .map_err(|e| Error::InvalidConfig(format!("batching: cannot start a thread: {e}")))
+        };
+        let mut threads = Vec::with_capacity(workers + 1);
+        let s = Arc::clone(&scheduler.shared);
+        threads.push(spawn("trt-nlp-batcher".into(), Box::new(move || batcher(&s)))?);
+        for i in 0..workers {
+            let s = Arc::clone(&scheduler.shared);
+            threads.push(spawn(format!("trt-nlp-worker-{i}"), Box::new(move || worker(&s)))?);
+        }
+        *scheduler.threads.lock().unwrap_or_else(PoisonError::into_inner) = threads;
+        Ok(scheduler)
+    }
+
+    /// Accepts a request or refuses it at once. Texts are tokenized here, on
+    /// the calling thread (or the pipeline's pool for large requests), so
+    /// each row's length is known for the token budget and grouping.
+    pub fn submit(&self, request: Request) -> std::result::Result<Handle, SubmitError> {
+        let m = &self.shared.metrics;
+        m.requests.fetch_add(1, Relaxed);
+        self.admit(request).inspect_err(|e| {
+            let counter = match e {
+                SubmitError::Overloaded { .. } => &m.overloaded,
+                SubmitError::DeadlineExceeded => &m.deadline,
+                _ => &m.rejected,
+            };
+            counter.fetch_add(1, Relaxed);
+        })
+    }
+
+    fn admit(&self, request: Request) -> std::result::Result<Handle, SubmitError> {
+        let s = &*self.shared;
+        let config = &s.config;
+        let n = request.rows();
+        if n == 0 {
+            return Err(SubmitError::Empty);
+        }
+        let priority = request.priority.unwrap_or(config.default_priority);
+        if priority >= config.priority_levels {
+            return Err(SubmitError::InvalidPriority { priority, levels: config.priority_levels });
+        }
+        if n > config.max_queue_size {
+            return Err(SubmitError::TooManyRows { rows: n, capacity: config.max_queue_size });
+        }
+        if s.lock().closing {
+            return Err(SubmitError::ShuttingDown); // before the tokenizing work
+        }
+        let rows = match request.input {
+            Input::Texts(texts) => s.pipeline.tokenize(&texts).map_err(SubmitError::Invalid)?,
+            Input::Rows(rows) => {
+                for (index, row) in rows.iter().enumerate() {
+                    s.pipeline.check_row(row).map_err(|e| {
+                        SubmitError::Invalid(match e {
+                            Error::TooLong { tokens, max_len, .. } => Error::TooLong { index, tokens, max_len },
+                            e => e,
+                        })
+                    })?;
+                }
+                rows
+            }
+        };
+        if let Some(budget) = config.max_batch_tokens {
+            for (index, row) in rows.iter().enumerate() {
+                let tokens = s.pipeline.padded_len(row.len());
+                if tokens > budget {
+                    return Err(SubmitError::OverBudget { index, tokens, budget });
+                }
+            }
+        }
+        let now = Instant::now();
+        let deadline = request.deadline.or(config.default_timeout.map(super::request::Deadline::After)).and_then(|d| d.instant(now));
+        if deadline.is_some_and(|d| d <= now) {
+            return Err(SubmitError::DeadlineExceeded);
+        }
+        let pending = Arc::new(Pending::new(rows, priority, now, deadline, Arc::clone(&s.metrics)));
+        {
+            let mut st = s.lock();
+            if st.closing {
+                return Err(SubmitError::ShuttingDown);
+            }
+            if st.queue.len() + n > config.max_queue_size {
+                st.queue.prune(now); // cancelled and expired rows give their room back
+                if st.queue.len() + n > config.max_queue_size {
+                    return Err(SubmitError::Overloaded { queued: st.queue.len(), rows: n, capacity: config.max_queue_size });
+                }
+            }
+            st.queue.push(&pending);
+            s.metrics.queued_rows.store(st.queue.len() as u64, Relaxed);
+        }
+        s.batcher_wake.notify_one();
+        Ok(Handle::new(pending))
+    }
+
+    /// The counters now.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.shared.metrics.snapshot()
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &BatchingConfig {
+        &self.shared.config
+    }
+
+    /// The backend the batches run on.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.shared.backend
+    }
+
+    /// The pipeline that tokenizes and packs.
+    pub fn pipeline(&self) -> &Arc<TokenizerPipeline> {
+        &self.shared.pipeline
+    }
+
+    /// Stops accepting requests ([`SubmitError::ShuttingDown`]), computes
+    /// every accepted one, then stops the threads and returns. Requests that
+    /// pass their deadline or are cancelled while draining fail as usual.
+    /// Idempotent; also run on drop.
+    pub fn shutdown(&self) {
+        self.shared.lock().closing = true;
+        self.shared.batcher_wake.notify_all();
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(PoisonError::into_inner));
+        for t in threads {
+            // A thread cannot panic outside the backend call, which is caught.
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// The batcher thread: prunes, decides, cuts; sleeps until the next thing
+/// that can change the decision (an arrival, an idle worker, the end of a
+/// delay window, the earliest deadline).
+fn batcher(s: &Shared) {
+    let padded_len = |longest: usize| s.pipeline.padded_len(longest);
+    let mut st = s.lock();
+    loop {
+        let now = Instant::now();
+        let next_deadline = st.queue.prune(now);
+        s.metrics.queued_rows.store(st.queue.len() as u64, Relaxed);
+        if st.closing && st.queue.is_empty() {
+            break;
+        }
+        let wake_at = if st.idle == 0 {
+            next_deadline
+        } else {
+            match decide(&st.queue, &s.config, &padded_len, now, st.closing) {
+                Decision::Idle => next_deadline,
+                Decision::Wait(t) => Some(next_deadline.map_or(t, |d| d.min(t))),
+                Decision::Cut(picks) => {
+                    let items = st.queue.take(&picks);
+                    st.idle -= 1;
+                    st.ready.push_back(items);
+                    s.worker_wake.notify_one();
+                    continue;
+                }
+            }
+        };
+        st = match wake_at {
+            None => s.batcher_wake.wait(st).unwrap_or_else(PoisonError::into_inner),
+            Some(t) => s.batcher_wake.wait_timeout(st, t.saturating_duration_since(now)).unwrap_or_else(PoisonError::into_inner).0,
+        };
+    }
+    st.batcher_done = true;
+    drop(st);
+    s.worker_wake.notify_all();
+}
+
+/// A worker thread: runs ready batches until the batcher has stopped and none is left.
+fn worker(s: &Shared) {
+    loop {
+        let items = {
+            let mut st = s.lock();
+            loop {
+                if let Some(items) = st.ready.pop_front() {
+                    break items;
+                }
+                if st.batcher_done {
+                    return;
+                }
+                st = s.worker_wake.wait(st).unwrap_or_else(PoisonError::into_inner);
+            }
+        };
+        run_batch(&*s.backend, &s.pipeline, &s.metrics, items);
+        s.lock().idle += 1;
+        s.batcher_wake.notify_one();
+    }
+}
