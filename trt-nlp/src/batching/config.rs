@@ -107,7 +107,8 @@ impl BatchingConfig {
         if pipeline.max_len() > layout.max_seq {
             return bad(format!("the pipeline's max_len {} exceeds the model's max_seq {}", pipeline.max_len(), layout.max_seq));
         }
-        if pipeline.min_len() < layout.min_seq {
+        // Rows are never empty, so every row has at least one token.
+        if pipeline.min_len().max(1) < layout.min_seq {
             return bad(format!(
                 "the model needs rows of at least {} tokens; build the pipeline with min_len({})",
                 layout.min_seq, layout.min_seq
