@@ -1,0 +1,147 @@
+//! The batching scheduler end to end on ONNX Runtime with the embedded
+//! default model (all-MiniLM-L6-v2 with a 2-label head): many threads and
+//! many async tasks at once, every row's outputs equal to an unbatched call
+//! of the same text within float tolerance (padding invariance). Runs on any
+//! machine, CI included (no GPU); needs `scripts/setup`.
+
+#[path = "nlp_support.rs"]
+mod support;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use ndarray::{ArrayD, Axis, Slice};
+use support::default_model;
+use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
+use trt_nlp::backend::Backend;
+use trt_nlp::batching::{BatchingConfig, Handle, Request, Response, Scheduler};
+use trt_nlp::{EncodedBatch, Embedder, HelperOptions, Pooling, TokenizerPipeline};
+
+const TOLERANCE: f32 = 1e-4;
+
+fn texts() -> Vec<String> {
+    let mut t = support::reference_texts(&support::reference());
+    let words = ["batching", "keeps", "the", "accelerator", "busy", "while", "short", "texts", "wait", "briefly"];
+    t.extend((0..40).map(|i| {
+        let n = 1 + (i * 7) % 45;
+        (0..n).map(|j| words[(i + j) % words.len()]).collect::<Vec<_>>().join(" ")
+    }));
+    t
+}
+
+/// Each text alone (batch 1) straight on the backend: `(logits, last_hidden_state [len, 384])`.
+fn unbatched(backend: &dyn Backend, pipeline: &TokenizerPipeline, text: &str) -> (ArrayD<f32>, ArrayD<f32>) {
+    let mut out = None;
+    backend
+        .run(&mut |batch: &mut EncodedBatch<'_>| pipeline.encode_into(&[text], batch), &mut |layout, outputs| {
+            let len = layout.lengths[0];
+            let logits = outputs.get("logits")?.to_f32().index_axis_move(Axis(0), 0);
+            let hidden = outputs.get("last_hidden_state")?.to_f32().index_axis_move(Axis(0), 0);
+            out = Some((logits, hidden.slice_axis(Axis(0), Slice::from(..len)).to_owned()));
+            Ok(())
+        })
+        .unwrap();
+    out.unwrap()
+}
+
+fn max_diff(a: &ArrayD<f32>, b: &ArrayD<f32>) -> f32 {
+    assert_eq!(a.shape(), b.shape());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+fn check(response: &Response, expected: &(ArrayD<f32>, ArrayD<f32>)) -> f32 {
+    let r = &response.rows()[0];
+    let d = max_diff(r.output("logits").unwrap(), &expected.0).max(max_diff(r.output("last_hidden_state").unwrap(), &expected.1));
+    assert!(d < TOLERANCE, "batched outputs differ from unbatched by {d}");
+    d
+}
+
+fn block_on_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    let end = Instant::now() + Duration::from_secs(60);
+    while out.iter().any(Option::is_none) {
+        for (f, o) in futures.iter_mut().zip(out.iter_mut()) {
+            if o.is_none() {
+                if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                    *o = Some(v);
+                }
+            }
+        }
+        assert!(Instant::now() < end, "async requests did not finish in 60 s");
+        if out.iter().any(Option::is_none) {
+            std::thread::park_timeout(Duration::from_millis(50));
+        }
+    }
+    out.into_iter().flatten().collect()
+}
+
+#[test]
+fn many_threads_and_async_tasks_get_the_outputs_of_unbatched_calls() {
+    let backend: Arc<dyn Backend> =
+        Arc::new(OrtBackend::new(default_model("model.onnx"), &OrtBackendOptions { sessions: 2, intra_threads: 1, ..Default::default() }).unwrap());
+    let pipeline = Arc::new(HelperOptions { threads: Some(1), ..Default::default() }.pipeline(&default_model("tokenizer.json"), backend.layout()).unwrap());
+    let texts = texts();
+    let expected: Vec<_> = texts.iter().map(|t| unbatched(&*backend, &pipeline, t)).collect();
+
+    let mut config = BatchingConfig::default();
+    config.max_batch_size = 16;
+    config.max_queue_delay = Duration::from_millis(20);
+    let scheduler = Scheduler::new(backend.clone(), pipeline.clone(), config).unwrap();
+    let mut worst = 0f32;
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (s, texts, expected) = (&scheduler, &texts, &expected);
+                scope.spawn(move || {
+                    let mut worst = 0f32;
+                    for i in (t..texts.len()).step_by(4) {
+                        let r = s.submit(Request::text(texts[i].clone())).unwrap().wait().unwrap();
+                        worst = worst.max(check(&r, &expected[i]));
+                    }
+                    worst
+                })
+            })
+            .collect();
+        let handles: Vec<Handle> = texts.iter().map(|t| scheduler.submit(Request::text(t.clone())).unwrap()).collect();
+        for (i, r) in block_on_all(handles).into_iter().enumerate() {
+            worst = worst.max(check(&r.unwrap(), &expected[i]));
+        }
+        for t in threads {
+            worst = worst.max(t.join().unwrap());
+        }
+    });
+    let m = scheduler.metrics();
+    println!(
+        "batched vs unbatched: max abs diff {worst:.2e} over {} rows in {} batches (mean {:.1} rows), padding efficiency {:.3}",
+        m.inferences,
+        m.executions,
+        m.mean_batch_size().unwrap(),
+        m.padding_efficiency().unwrap()
+    );
+    assert_eq!(m.succeeded as usize, 2 * texts.len());
+    assert!(m.executions < m.inferences, "no two requests shared a batch");
+
+    // A caller can pool a row itself: mean pooling over its `length` positions equals the Embedder's.
+    let embedder = Embedder::with_pipeline(backend, TokenizerPipeline::builder(pipeline.max_len()).threads(1).from_file(default_model("tokenizer.json")).unwrap(), Pooling::Mean, false).unwrap();
+    let direct = embedder.embed(&texts[..3]).unwrap();
+    let r = scheduler.submit(Request::texts(texts[..3].to_vec())).unwrap().wait().unwrap();
+    for (i, row) in r.rows().iter().enumerate() {
+        let hidden = row.output("last_hidden_state").unwrap();
+        assert_eq!(hidden.shape()[0], row.length);
+        let pooled = hidden.mean_axis(Axis(0)).unwrap();
+        let d = pooled.iter().zip(direct.row(i)).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+        assert!(d < TOLERANCE, "mean pooling of row {i} differs from the Embedder's by {d}");
+    }
+}
