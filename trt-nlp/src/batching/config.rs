@@ -39,7 +39,10 @@ pub struct BatchingConfig {
     /// Most rows (texts) in one batch; at most the model's `max_batch`. Default 32.
     pub max_batch_size: usize,
     /// How long the oldest queued row may wait for others to join its batch
-    /// before a smaller batch is cut. Zero cuts as soon as a worker is free. Default 2 ms.
+    /// before a smaller batch is cut. Zero (default): a batch is cut as soon
+    /// as a worker is free, from whatever is queued; under load rows pile up
+    /// while every worker is busy, so batches still grow with the load, and
+    /// at low load nothing waits for company that does not come.
     pub max_queue_delay: Duration,
     /// Triton's meaning: as soon as the rows available reach one of these
     /// sizes, a batch of the largest such size is cut at once; otherwise the
@@ -69,7 +72,7 @@ impl Default for BatchingConfig {
     fn default() -> Self {
         BatchingConfig {
             max_batch_size: 32,
-            max_queue_delay: Duration::from_millis(2),
+            max_queue_delay: Duration::ZERO,
             preferred_batch_sizes: Vec::new(),
             max_batch_tokens: None,
             grouping: Grouping::default(),

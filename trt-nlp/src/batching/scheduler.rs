@@ -1,12 +1,16 @@
-//! The scheduler: accepts requests from any thread, forms batches on one
-//! batcher thread, runs them on worker threads.
+//! The scheduler: accepts requests from any thread, forms batches, runs them
+//! on worker threads.
 //!
-//! Why a batcher thread of its own: it owns the timing (delay windows,
-//! deadlines) and stays awake while every worker is busy, so a queued
-//! request's deadline fires on time even when the model is busy (Triton's
-//! fires only after the running execution, triton#7512). Workers take cut
-//! batches from a ready list; a batch is cut only when a worker is idle, so
-//! rows keep waiting (and grouping) in the queue rather than in a backlog.
+//! Batches are cut by whoever changes what a cut depends on, under one lock:
+//! `submit` (a row arrived), a worker (it became idle), and the batcher
+//! thread (a delay window ended, a deadline passed). So at low load a
+//! request goes straight from `submit` to an idle worker, one thread hop;
+//! the batcher thread sleeps until the next timed event and is woken only
+//! when an earlier one appears. It stays awake for deadlines while every
+//! worker is busy, so a queued request fails on time even when the model is
+//! busy (Triton's timeout fires only after the running execution,
+//! triton#7512). A batch is cut only for an idle worker, so rows keep
+//! waiting (and grouping) in the queue rather than in a backlog.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
@@ -35,6 +39,15 @@ struct State {
     closing: bool,
     /// The batcher has drained the queue and stopped.
     batcher_done: bool,
+    /// When the batcher will wake by itself (`None`: only when woken).
+    batcher_wakes_at: Option<Instant>,
+}
+
+impl State {
+    /// Whether an event at `t` is earlier than the batcher's own wake-up.
+    fn sooner_than_batcher(&self, t: Instant) -> bool {
+        self.batcher_wakes_at.is_none_or(|w| t < w)
+    }
 }
 
 struct Shared {
@@ -99,6 +112,7 @@ impl Scheduler {
                 idle: workers,
                 closing: false,
                 batcher_done: false,
+                batcher_wakes_at: None,
             }),
             backend,
             pipeline,
@@ -198,8 +212,12 @@ impl Scheduler {
             }
             st.queue.push(&pending);
             s.metrics.queued_rows.store(st.queue.len() as u64, Relaxed);
+            let wait = cut_batches(s, &mut st, now);
+            let timer = [wait, deadline].into_iter().flatten().min();
+            if timer.is_some_and(|t| st.sooner_than_batcher(t)) {
+                s.batcher_wake.notify_one();
+            }
         }
-        s.batcher_wake.notify_one();
         Ok(Handle::new(pending))
     }
 
@@ -244,11 +262,31 @@ impl Drop for Scheduler {
     }
 }
 
-/// The batcher thread: prunes, decides, cuts; sleeps until the next thing
-/// that can change the decision (an arrival, an idle worker, the end of a
-/// delay window, the earliest deadline).
-fn batcher(s: &Shared) {
+/// Cuts batches for idle workers while the policy says cut; returns when
+/// the next cut is due if nothing arrives (`None`: no worker is idle or
+/// nothing is queued; the next completion or arrival calls this again).
+fn cut_batches(s: &Shared, st: &mut State, now: Instant) -> Option<Instant> {
     let padded_len = |longest: usize| s.pipeline.padded_len(longest);
+    while st.idle > 0 {
+        match decide(&st.queue, &s.config, &padded_len, now, st.closing) {
+            Decision::Idle => return None,
+            Decision::Wait(t) => return Some(t),
+            Decision::Cut(picks) => {
+                let items = st.queue.take(&picks);
+                st.idle -= 1;
+                st.ready.push_back(items);
+                s.worker_wake.notify_one();
+            }
+        }
+    }
+    s.metrics.queued_rows.store(st.queue.len() as u64, Relaxed);
+    None
+}
+
+/// The batcher thread: fails expired rows, cuts what is due, and sleeps
+/// until the next delay window ends or deadline passes (or it is woken for
+/// an earlier one, or for shutdown).
+fn batcher(s: &Shared) {
     let mut st = s.lock();
     loop {
         let now = Instant::now();
@@ -257,22 +295,9 @@ fn batcher(s: &Shared) {
         if st.closing && st.queue.is_empty() {
             break;
         }
-        let wake_at = if st.idle == 0 {
-            next_deadline
-        } else {
-            match decide(&st.queue, &s.config, &padded_len, now, st.closing) {
-                Decision::Idle => next_deadline,
-                Decision::Wait(t) => Some(next_deadline.map_or(t, |d| d.min(t))),
-                Decision::Cut(picks) => {
-                    let items = st.queue.take(&picks);
-                    st.idle -= 1;
-                    st.ready.push_back(items);
-                    s.worker_wake.notify_one();
-                    continue;
-                }
-            }
-        };
-        st = match wake_at {
+        let wait = cut_batches(s, &mut st, now);
+        st.batcher_wakes_at = [wait, next_deadline].into_iter().flatten().min();
+        st = match st.batcher_wakes_at {
             None => s.batcher_wake.wait(st).unwrap_or_else(PoisonError::into_inner),
             Some(t) => s.batcher_wake.wait_timeout(st, t.saturating_duration_since(now)).unwrap_or_else(PoisonError::into_inner).0,
         };
@@ -298,7 +323,12 @@ fn worker(s: &Shared) {
             }
         };
         run_batch(&*s.backend, &s.pipeline, &s.metrics, items);
-        s.lock().idle += 1;
-        s.batcher_wake.notify_one();
+        let mut st = s.lock();
+        st.idle += 1;
+        let wait = cut_batches(s, &mut st, Instant::now());
+        // While draining, the batcher must see the queue empty to stop.
+        if st.closing || wait.is_some_and(|t| st.sooner_than_batcher(t)) {
+            s.batcher_wake.notify_one();
+        }
     }
 }
