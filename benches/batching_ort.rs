@@ -1,0 +1,144 @@
+//! Dynamic batching on ONNX Runtime with the default model (MiniLM shape,
+//! FP32, CPU), against the baselines the issue names, all measured in one run.
+//!
+//! `cargo bench -p trt-nlp --bench batching_ort` (needs `scripts/setup`; the
+//! 16-core figures come from `scripts/gpu/batching.sh` on the GPU test host).
+//!
+//! Workload: synthetic sentences from the vocabulary (600 by default, about
+//! 20 tokens on average with a long tail; the header prints the
+//! distribution), tokenized once; every request is one text.
+//!
+//! (a) Length-aware grouping against FIFO padding at the same batch size:
+//!     `SESSIONS_A` sessions (default 2) of `cores / SESSIONS_A` intra-op
+//!     threads, max batch 32, `BATCHING_BENCH_CLIENTS_A` (default 256)
+//!     closed-loop clients, so that the queue holds several batches' worth of
+//!     rows to group. Last-but-one line:
+//!     `ratio_grouped_vs_fifo: X.XX` (throughput).
+//! (b) The dynamic batcher against the best unbatched configuration the
+//!     issue measured: a pool of sessions sized to the cores (one intra-op
+//!     thread each), one request per run, fed by a FIFO queue. The batcher
+//!     runs on the same pool (one worker per session, max batch
+//!     `BATCHING_BENCH_MAX_BATCH`, default 16, delay 0, length grouping).
+//!     Closed loop with 1, 8, 32, 128 clients; open loop with Poisson
+//!     arrivals at 90% of what the baseline reached with that many closed-loop
+//!     clients. Throughput, p50, p99, and whether the batcher was no worse.
+//!
+//! Every cell is bounded in requests and in `BATCHING_BENCH_SECONDS`
+//! (default 3) and is preceded by a short warm-up. Env: `BATCHING_BENCH_CORES`
+//! (default: all), `BATCHING_BENCH_TEXTS` (600), `BATCHING_BENCH_SESSIONS_A` (2),
+//! `BATCHING_BENCH_CLIENTS_A` (256), `BATCHING_BENCH_MAX_BATCH` (16).
+
+#[path = "batching_load.rs"]
+mod load;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use load::{bench_texts, closed_loop, describe, env_f64, env_usize, open_loop, Batched, Load, Serve, Unbatched};
+use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
+use trt_nlp::batching::{BatchingConfig, Grouping, Scheduler};
+use trt_nlp::{Backend, TokenizerPipeline};
+
+fn ort(model: &std::path::Path, sessions: usize, intra: usize, max_batch: usize) -> Arc<dyn Backend> {
+    let options = OrtBackendOptions { sessions, intra_threads: intra, max_batch, max_seq: 128, ..Default::default() };
+    Arc::new(OrtBackend::new(model, &options).expect("the default model loads on ONNX Runtime"))
+}
+
+fn batching(max_batch: usize, grouping: Grouping, workers: usize) -> BatchingConfig {
+    let mut c = BatchingConfig::default();
+    c.max_batch_size = max_batch;
+    c.max_queue_delay = Duration::ZERO;
+    c.grouping = grouping;
+    c.workers = Some(workers);
+    c
+}
+
+fn main() {
+    let limit = Duration::from_secs_f64(env_f64("BATCHING_BENCH_SECONDS", 3.0));
+    let cores = env_usize("BATCHING_BENCH_CORES", std::thread::available_parallelism().map_or(1, |c| c.get()));
+    let deps = trt::setup_dir();
+    let model = deps.join("models/minilm/model.onnx");
+    let tokenizer = deps.join("models/minilm/tokenizer.json");
+    assert!(model.exists() && tokenizer.exists(), "{} is missing: run scripts/setup", model.display());
+    let library = trt_onnx::runtime::OrtLibrary::load().expect("ONNX Runtime loads (ORT_DYLIB_PATH, or scripts/setup's wheel)");
+    let pipeline = Arc::new(TokenizerPipeline::builder(128).threads(1).from_file(&tokenizer).unwrap());
+    let texts = bench_texts(pipeline.tokenizer(), env_usize("BATCHING_BENCH_TEXTS", 600));
+    let rows = Arc::new(pipeline.tokenize(&texts).unwrap());
+    println!("== ONNX Runtime {} ({}), CPU, {cores} cores, model {}", library.version(), library.path().display(), model.display());
+    println!("   workload: {} (synthetic sentences); cells bounded at {:?} each", describe(&rows), limit);
+    let cell = |server: &dyn Serve, clients: usize| {
+        closed_loop(server, clients, 20, Duration::from_millis(300), rows.len()); // warm-up
+        closed_loop(server, clients, (50_000 / clients).max(100), limit, rows.len())
+    };
+
+    // (a) grouping against FIFO, same sessions, same batch size.
+    let sessions_a = env_usize("BATCHING_BENCH_SESSIONS_A", 2).clamp(1, cores);
+    let clients_a = env_usize("BATCHING_BENCH_CLIENTS_A", 256).max(1);
+    let backend_a = ort(&model, sessions_a, (cores / sessions_a).max(1), 32);
+    println!("-- (a) max batch 32, {sessions_a} sessions x {} intra-op threads, {clients_a} closed-loop clients", (cores / sessions_a).max(1));
+    let mut a = Vec::new();
+    for grouping in [Grouping::Fifo, Grouping::ByLength] {
+        let scheduler = Scheduler::new(backend_a.clone(), pipeline.clone(), batching(32, grouping, sessions_a)).unwrap();
+        let l = cell(&Batched { scheduler: &scheduler, rows: &rows }, clients_a);
+        let m = scheduler.metrics();
+        println!(
+            "  {:<10} {}  mean batch {:.1}, padding efficiency {:.2}",
+            format!("{grouping:?}"),
+            l.summary(),
+            m.mean_batch_size().unwrap_or(0.0),
+            m.padding_efficiency().unwrap_or(0.0)
+        );
+        a.push(l);
+    }
+    drop(backend_a);
+
+    // (b) the batcher against the best unbatched configuration, on one pool of sessions.
+    let max_batch = env_usize("BATCHING_BENCH_MAX_BATCH", 16);
+    let pool = ort(&model, cores, 1, max_batch);
+    println!("-- (b) {cores} sessions x 1 intra-op thread; unbatched: one request per run; dynamic: max batch {max_batch}, delay 0, length grouping");
+    let unbatched = Unbatched::new(pool.clone(), pipeline.clone(), rows.clone(), cores);
+    let scheduler = Scheduler::new(pool.clone(), pipeline.clone(), batching(max_batch, Grouping::ByLength, cores)).unwrap();
+    let dynamic = Batched { scheduler: &scheduler, rows: &rows };
+    let mut verdicts = Vec::new();
+    let mut report = |label: String, base: &Load, dyn_: &Load| {
+        println!("  {label:<24} unbatched {}", base.summary());
+        println!("  {label:<24} dynamic   {}", dyn_.summary());
+        let ok_tput = dyn_.throughput() >= base.throughput() * 0.97;
+        let ok_p99 = dyn_.quantile(0.99) <= base.quantile(0.99).mul_f64(1.03);
+        verdicts.push(format!(
+            "{label}: throughput x{:.2}{}, p99 x{:.2}{}",
+            dyn_.throughput() / base.throughput(),
+            if ok_tput { "" } else { " (WORSE)" },
+            dyn_.quantile(0.99).as_secs_f64() / base.quantile(0.99).as_secs_f64().max(1e-9),
+            if ok_p99 { "" } else { " (WORSE)" }
+        ));
+    };
+    let mut closed_base = Vec::new();
+    for clients in [1, 8, 32, 128] {
+        let base = cell(&unbatched, clients);
+        let dyn_ = cell(&dynamic, clients);
+        report(format!("closed, {clients} clients"), &base, &dyn_);
+        closed_base.push((clients, base.throughput()));
+    }
+    for (clients, tput) in closed_base {
+        let rate = 0.9 * tput;
+        let count = ((rate * limit.as_secs_f64()) as usize).max(50);
+        let base = open_loop(&unbatched, rate, count, limit, rows.len());
+        let dyn_ = open_loop(&dynamic, rate, count, limit, rows.len());
+        report(format!("open, {rate:.0}/s (c{clients})"), &base, &dyn_);
+    }
+    let m = scheduler.metrics();
+    println!(
+        "  batcher over all of (b): {} rows in {} batches (mean {:.2}), padding efficiency {:.2}, {} failed",
+        m.inferences,
+        m.executions,
+        m.mean_batch_size().unwrap_or(0.0),
+        m.padding_efficiency().unwrap_or(0.0),
+        m.failures.backend + m.failures.overloaded + m.failures.deadline
+    );
+    println!("-- dynamic against unbatched (x = dynamic / unbatched; worse = more than 3% behind)");
+    for v in &verdicts {
+        println!("  {v}");
+    }
+    println!("ratio_grouped_vs_fifo: {:.2}", a[1].throughput() / a[0].throughput());
+}
