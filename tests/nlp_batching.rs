@@ -9,13 +9,12 @@
 
 #[path = "batching_doubles.rs"]
 mod doubles;
+#[path = "block_on.rs"]
+mod block_on;
 #[path = "nlp_support.rs"]
 mod support;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use doubles::{double_layout, expected_outputs, ScriptedBackendDouble, FAIL_TAG, PANIC_TAG};
@@ -450,36 +449,6 @@ fn bad_settings_and_bad_input_are_typed_errors() {
     assert!(TokenRow::new(vec![1, 2], Some(vec![0])).is_err());
 }
 
-/// A minimal executor for the test: polls every future, parks between rounds
-/// (woken by the handles' wakers), gives up after `LONG`.
-fn block_on_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut out: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    let end = Instant::now() + LONG;
-    while out.iter().any(Option::is_none) {
-        for (f, o) in futures.iter_mut().zip(out.iter_mut()) {
-            if o.is_none() {
-                if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-                    *o = Some(v);
-                }
-            }
-        }
-        assert!(Instant::now() < end, "async requests did not finish in 10 s");
-        if out.iter().any(Option::is_none) {
-            std::thread::park_timeout(Duration::from_millis(50));
-        }
-    }
-    out.into_iter().flatten().collect()
-}
-
 #[test]
 fn many_threads_and_many_async_tasks_at_once_get_their_own_outputs() {
     let mut c = config(16, Duration::from_millis(2));
@@ -500,7 +469,7 @@ fn many_threads_and_many_async_tasks_at_once_get_their_own_outputs() {
         }
         // Meanwhile, 64 async tasks on one thread.
         let futures: Vec<Handle> = texts.iter().map(|t| s.submit(Request::text(t.clone())).unwrap()).collect();
-        for (i, r) in block_on_all(futures).into_iter().enumerate() {
+        for (i, r) in block_on::block_on_all(futures, LONG).into_iter().enumerate() {
             assert_row_matches(&r.unwrap(), 0, &alone[i]);
         }
     });

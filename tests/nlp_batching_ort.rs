@@ -4,14 +4,13 @@
 //! of the same text within float tolerance (padding invariance). Runs on any
 //! machine, CI included (no GPU); needs `scripts/setup`.
 
+#[path = "block_on.rs"]
+mod block_on;
 #[path = "nlp_support.rs"]
 mod support;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ndarray::{ArrayD, Axis, Slice};
 use support::default_model;
@@ -59,34 +58,6 @@ fn check(response: &Response, expected: &(ArrayD<f32>, ArrayD<f32>)) -> f32 {
     d
 }
 
-fn block_on_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut out: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    let end = Instant::now() + Duration::from_secs(60);
-    while out.iter().any(Option::is_none) {
-        for (f, o) in futures.iter_mut().zip(out.iter_mut()) {
-            if o.is_none() {
-                if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-                    *o = Some(v);
-                }
-            }
-        }
-        assert!(Instant::now() < end, "async requests did not finish in 60 s");
-        if out.iter().any(Option::is_none) {
-            std::thread::park_timeout(Duration::from_millis(50));
-        }
-    }
-    out.into_iter().flatten().collect()
-}
-
 #[test]
 fn many_threads_and_async_tasks_get_the_outputs_of_unbatched_calls() {
     let backend: Arc<dyn Backend> =
@@ -115,7 +86,7 @@ fn many_threads_and_async_tasks_get_the_outputs_of_unbatched_calls() {
             })
             .collect();
         let handles: Vec<Handle> = texts.iter().map(|t| scheduler.submit(Request::text(t.clone())).unwrap()).collect();
-        for (i, r) in block_on_all(handles).into_iter().enumerate() {
+        for (i, r) in block_on::block_on_all(handles, Duration::from_secs(60)).into_iter().enumerate() {
             worst = worst.max(check(&r.unwrap(), &expected[i]));
         }
         for t in threads {
