@@ -477,3 +477,18 @@ fn many_threads_and_many_async_tasks_at_once_get_their_own_outputs() {
     assert_eq!((m.succeeded, m.inferences), (128, 128));
     assert!(m.executions <= 128);
 }
+
+#[test]
+fn the_scheduler_is_shared_across_threads_and_handles_move_between_them() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send_unpin<T: Send + Unpin>() {}
+    send_sync::<Scheduler>();
+    send_unpin::<Handle>();
+    send_sync::<RequestError>();
+    // A handle waited for on another thread than the one that submitted.
+    let (double, s) = setup(config(8, Duration::ZERO));
+    double.open();
+    let h = submit(&s, 10, 5);
+    let r = std::thread::spawn(move || finish(h)).join().unwrap().unwrap();
+    assert_row_matches(&r, 0, &row(10, 5));
+}
