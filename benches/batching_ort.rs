@@ -18,7 +18,9 @@
 //!     issue measured: a pool of sessions sized to the cores (one intra-op
 //!     thread each), one request per run, fed by a FIFO queue. The batcher
 //!     runs on the same pool (one worker per session, max batch
-//!     `BATCHING_BENCH_MAX_BATCH`, default 16, delay 0, length grouping).
+//!     `BATCHING_BENCH_MAX_BATCH`, default 8, delay 0, length grouping; on a
+//!     CPU a padded token costs as much as a real one and a batch amortizes
+//!     little, so small batches, which pad less, suit it).
 //!     Closed loop with 1, 8, 32, 128 clients; open loop with Poisson
 //!     arrivals at 90% of what the baseline reached with that many closed-loop
 //!     clients. Throughput, p50, p99, and whether the batcher was no worse.
@@ -26,7 +28,7 @@
 //! Every cell is bounded in requests and in `BATCHING_BENCH_SECONDS`
 //! (default 3) and is preceded by a short warm-up. Env: `BATCHING_BENCH_CORES`
 //! (default: all), `BATCHING_BENCH_TEXTS` (600), `BATCHING_BENCH_SESSIONS_A` (2),
-//! `BATCHING_BENCH_CLIENTS_A` (256), `BATCHING_BENCH_MAX_BATCH` (16).
+//! `BATCHING_BENCH_CLIENTS_A` (256), `BATCHING_BENCH_MAX_BATCH` (8).
 
 #[path = "batching_load.rs"]
 mod load;
@@ -93,7 +95,7 @@ fn main() {
     drop(backend_a);
 
     // (b) the batcher against the best unbatched configuration, on one pool of sessions.
-    let max_batch = env_usize("BATCHING_BENCH_MAX_BATCH", 16);
+    let max_batch = env_usize("BATCHING_BENCH_MAX_BATCH", 8);
     let pool = ort(&model, cores, 1, max_batch);
     println!("-- (b) {cores} sessions x 1 intra-op thread; unbatched: one request per run; dynamic: max batch {max_batch}, delay 0, length grouping");
     let unbatched = Unbatched::new(pool.clone(), pipeline.clone(), rows.clone(), cores);
