@@ -25,6 +25,12 @@
 //!     arrivals at 90% of what the baseline reached with that many closed-loop
 //!     clients. Throughput, p50, p99, and whether the batcher was no worse.
 //!
+//! (c) TensorRT, gated: with `BATCHING_BENCH_TENSORRT=1` on a GPU TensorRT
+//!     can execute on, the same closed-loop comparison on an engine built
+//!     from the same ONNX file (`backend::open(.., TensorRt, ..)`; 2 execution
+//!     contexts, max batch 128): `ratio_dynamic_vs_unbatched_tensorrt: X.XX`
+//!     (concurrency 128). Otherwise it prints why it did not run.
+//!
 //! Every cell is bounded in requests and in `BATCHING_BENCH_SECONDS`
 //! (default 3) and is preceded by a short warm-up. Env: `BATCHING_BENCH_CORES`
 //! (default: all), `BATCHING_BENCH_TEXTS` (600), `BATCHING_BENCH_SESSIONS_A` (2),
@@ -38,6 +44,7 @@ use std::time::Duration;
 
 use load::{bench_texts, closed_loop, describe, env_f64, env_usize, open_loop, Batched, Load, Serve, Unbatched};
 use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
+use trt_nlp::backend::{BackendChoice, BackendOptions};
 use trt_nlp::batching::{BatchingConfig, Grouping, Scheduler};
 use trt_nlp::{Backend, TokenizerPipeline};
 
@@ -142,5 +149,42 @@ fn main() {
     for v in &verdicts {
         println!("  {v}");
     }
+    drop(scheduler);
+    drop(unbatched);
+    drop(pool);
+    tensorrt(&model, &pipeline, &rows, &cell);
     println!("ratio_grouped_vs_fifo: {:.2}", a[1].throughput() / a[0].throughput());
+}
+
+/// (c): the batcher against one request per run on a TensorRT engine, where one can execute.
+fn tensorrt(model: &std::path::Path, pipeline: &Arc<TokenizerPipeline>, rows: &Arc<Vec<trt_nlp::TokenRow>>, cell: &dyn Fn(&dyn Serve, usize) -> Load) {
+    if std::env::var("BATCHING_BENCH_TENSORRT").as_deref() != Ok("1") {
+        println!("-- (c) TensorRT: not run (set BATCHING_BENCH_TENSORRT=1 on a GPU TensorRT can execute on)");
+        return;
+    }
+    let contexts = 2;
+    let mut options = BackendOptions { contexts, ..Default::default() };
+    options.onnxruntime.max_batch = 128;
+    options.onnxruntime.max_seq = 128;
+    let engine = match trt_nlp::backend::open(model, BackendChoice::TensorRt, &options) {
+        Ok(b) => b,
+        Err(e) => {
+            println!("-- (c) TensorRT: not run: {e}");
+            return;
+        }
+    };
+    println!("-- (c) TensorRT engine from {}, {contexts} contexts; unbatched: one request per run; dynamic: max batch 128, delay 0", model.display());
+    let unbatched = Unbatched::new(engine.clone(), pipeline.clone(), rows.clone(), contexts);
+    let scheduler = Scheduler::new(engine.clone(), pipeline.clone(), batching(128, Grouping::ByLength, contexts)).unwrap();
+    let mut last = None;
+    for clients in [1, 8, 32, 128] {
+        let base = cell(&unbatched, clients);
+        let dyn_ = cell(&Batched { scheduler: &scheduler, rows }, clients);
+        println!("  closed, {clients:>3} clients unbatched {}", base.summary());
+        println!("  closed, {clients:>3} clients dynamic   {}", dyn_.summary());
+        last = Some(dyn_.throughput() / base.throughput());
+    }
+    if let Some(r) = last {
+        println!("ratio_dynamic_vs_unbatched_tensorrt: {r:.2}");
+    }
 }
