@@ -62,7 +62,7 @@ fn check(response: &Response, expected: &(ArrayD<f32>, ArrayD<f32>)) -> f32 {
 fn many_threads_and_async_tasks_get_the_outputs_of_unbatched_calls() {
     let backend: Arc<dyn Backend> =
         Arc::new(OrtBackend::new(default_model("model.onnx"), &OrtBackendOptions { sessions: 2, intra_threads: 1, ..Default::default() }).unwrap());
-    let pipeline = Arc::new(HelperOptions { threads: Some(1), ..Default::default() }.pipeline(&default_model("tokenizer.json"), backend.layout()).unwrap());
+    let pipeline = Arc::new(HelperOptions { threads: Some(1), ..Default::default() }.pipeline(&default_model("tokenizer.json"), &*backend).unwrap());
     let texts = texts();
     let expected: Vec<_> = texts.iter().map(|t| unbatched(&*backend, &pipeline, t)).collect();
 

@@ -32,7 +32,7 @@ impl Classifier {
     /// A classifier over `backend`, one of whose outputs is `[batch, labels]`
     /// logits, tokenizing with `tokenizer` (a `tokenizer.json`).
     pub fn new(backend: Arc<dyn Backend>, tokenizer: impl AsRef<Path>, labels: Labels, options: &HelperOptions) -> Result<Self> {
-        let pipeline = options.pipeline(tokenizer.as_ref(), backend.layout())?;
+        let pipeline = options.pipeline(tokenizer.as_ref(), &*backend)?;
         Self::with_pipeline(backend, pipeline, labels)
     }
 

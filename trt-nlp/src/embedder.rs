@@ -38,7 +38,7 @@ impl Embedder {
         normalize: bool,
         options: &HelperOptions,
     ) -> Result<Self> {
-        let pipeline = options.pipeline(tokenizer.as_ref(), backend.layout())?;
+        let pipeline = options.pipeline(tokenizer.as_ref(), &*backend)?;
         Self::with_pipeline(backend, pipeline, pooling, normalize)
     }
 

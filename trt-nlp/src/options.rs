@@ -1,9 +1,11 @@
 //! How the text helpers tokenize: threads, padding bucket, long texts. One
 //! place that turns these and a model's [`ModelLayout`] into the
-//! [`TokenizerPipeline`] the model needs; backends never see it.
+//! [`TokenizerPipeline`] the model needs; backends never see it (they only
+//! state the sequence multiple they prefer).
 
 use std::path::Path;
 
+use crate::backend::Backend;
 use crate::{ModelLayout, Padding, Result, TokenizerPipeline, Truncation};
 
 /// Tokenizer settings for [`Classifier`](crate::Classifier) and
@@ -12,25 +14,28 @@ use crate::{ModelLayout, Padding, Result, TokenizerPipeline, Truncation};
 pub struct HelperOptions {
     /// Tokenizer threads. Default: [`crate::default_threads`].
     pub threads: Option<usize>,
-    /// Pad to multiples of this (fewer distinct shapes). Default 8.
-    pub bucket: usize,
+    /// Pad each batch's length to a multiple of this. Default (`None`): what
+    /// the backend prefers ([`Backend::sequence_multiple`]: 8 for TensorRT,
+    /// whose kernels are chosen per shape; 1 for ONNX Runtime on a CPU, where
+    /// every padded token is wasted work).
+    pub bucket: Option<usize>,
     /// Reject texts longer than the model allows instead of truncating them.
     pub reject_long_texts: bool,
 }
 
 impl Default for HelperOptions {
     fn default() -> Self {
-        HelperOptions { threads: None, bucket: 8, reject_long_texts: false }
+        HelperOptions { threads: None, bucket: None, reject_long_texts: false }
     }
 }
 
 impl HelperOptions {
     /// A pipeline over `tokenizer` (a `tokenizer.json`) whose rows fit
-    /// `layout`'s sequence range.
-    pub fn pipeline(&self, tokenizer: &Path, layout: &ModelLayout) -> Result<TokenizerPipeline> {
-        let mut b = TokenizerPipeline::builder(layout.max_seq)
-            .min_len(layout.min_seq)
-            .padding(Padding::Bucket(self.bucket.max(1)));
+    /// `backend`'s sequence range.
+    pub fn pipeline(&self, tokenizer: &Path, backend: &dyn Backend) -> Result<TokenizerPipeline> {
+        let layout: &ModelLayout = backend.layout();
+        let bucket = self.bucket.unwrap_or_else(|| backend.sequence_multiple()).max(1);
+        let mut b = TokenizerPipeline::builder(layout.max_seq).min_len(layout.min_seq).padding(Padding::Bucket(bucket));
         if let Some(t) = self.threads {
             b = b.threads(t);
         }

@@ -118,6 +118,13 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// How many batches can run at once.
     fn instances(&self) -> usize;
 
+    /// The multiple that padded sequence lengths should round up to (the
+    /// text helpers' default bucket): fewer distinct shapes where an executor
+    /// specializes per shape, none where padding is only wasted work. Default 1.
+    fn sequence_multiple(&self) -> usize {
+        1
+    }
+
     /// Whether the backend can run a batch now (the device and the model are usable).
     fn health(&self) -> Result<()>;
 

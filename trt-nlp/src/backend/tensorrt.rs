@@ -164,6 +164,12 @@ impl Backend for TensorRtBackend {
         self.pool.size()
     }
 
+    fn sequence_multiple(&self) -> usize {
+        // Fewer distinct shapes: TensorRT picks kernels per shape, and
+        // multiples of 8 map onto tensor-core tiles.
+        8
+    }
+
     fn health(&self) -> Result<()> {
         // A sticky CUDA error (a crashed kernel) makes every later batch fail.
         self.device.check_deferred_error()?;
