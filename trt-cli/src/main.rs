@@ -9,6 +9,7 @@
 //! | `trt tokenize --tokenizer tokenizer.json` | token ids as JSON lines | no |
 //! | `trt classify` / `trt embed` | text to labels / embeddings, on TensorRT or ONNX Runtime | no (ONNX Runtime) |
 //! | `trt demo` | the embedded default model end to end | no (runs on ONNX Runtime where TensorRT cannot) |
+//! | `trt convert --fp16 IN.onnx -o OUT.onnx` | FP16 weights and compute, FP32 islands | no |
 //!
 //! Errors are one line, `error: ...`, naming the file or tensor and the cause;
 //! exit code 1, or 2 for usage errors (clap's).
@@ -56,6 +57,8 @@ enum Command {
     Embed(cmd::nlp::EmbedArgs),
     /// Build, inspect and (where the GPU allows) run the embedded default model.
     Demo(cmd::demo::Args),
+    /// Convert an ONNX model's precision (FP32 to FP16).
+    Convert(cmd::convert::Args),
 }
 
 /// TensorRT's messages on stderr, for `-v`.
@@ -102,6 +105,7 @@ fn main() -> ExitCode {
         Command::Classify(a) => cmd::nlp::classify(a),
         Command::Embed(a) => cmd::nlp::embed(a),
         Command::Demo(a) => cmd::demo::run(a),
+        Command::Convert(a) => cmd::convert::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -53,11 +53,56 @@ pub enum Error {
         /// What was wrong.
         problem: String,
     },
+
+    // --- graph tools (ONNX I/O, FP16, quantization, compare) ---
+    /// Bytes that are not a (complete) ONNX model.
+    #[error("{what} is not a valid ONNX model: {message}")]
+    Decode {
+        /// The file, or "model bytes".
+        what: String,
+        /// The protobuf decoder's message.
+        message: String,
+    },
+
+    /// A tensor's external data is missing, outside the model's folder or short.
+    #[error("external data of tensor '{tensor}' ({location}): {problem}")]
+    ExternalData {
+        /// The tensor.
+        tensor: String,
+        /// Its `location` entry.
+        location: String,
+        /// What was wrong.
+        problem: String,
+    },
+
+    /// The model is well-formed but cannot be processed as asked.
+    #[error("{operation}: {problem}")]
+    Unsupported {
+        /// What was being done ("FP16 conversion", "quantization").
+        operation: &'static str,
+        /// What in the model stops it.
+        problem: String,
+    },
+
+    /// The model's graph is inconsistent (dangling tensor, cycle, duplicate name).
+    #[error("invalid graph: {0}")]
+    Graph(String),
+
+    /// Calibration or evaluation data that cannot be used.
+    #[error("calibration: {0}")]
+    Calibration(String),
+
+    /// An accuracy target was not reached.
+    #[error("accuracy target not met: {0}")]
+    Accuracy(String),
 }
 
 impl Error {
     /// An ONNX Runtime error with what was being done.
     pub(crate) fn ort(context: impl Into<String>, e: impl std::fmt::Display) -> Self {
-        Error::Ort { context: context.into(), message: e.to_string() }
+        Error::Ort {
+            context: context.into(),
+            message: e.to_string(),
+        }
     }
 }

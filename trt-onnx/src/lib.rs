@@ -11,6 +11,8 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod fp16;
+pub mod graph;
 pub mod runtime;
 
 pub use error::{Error, Result};

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod build;
+pub mod convert;
 pub mod demo;
 pub mod inspect;
 pub mod nlp;
