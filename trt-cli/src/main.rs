@@ -10,6 +10,8 @@
 //! | `trt classify` / `trt embed` | text to labels / embeddings, on TensorRT or ONNX Runtime | no (ONNX Runtime) |
 //! | `trt demo` | the embedded default model end to end | no (runs on ONNX Runtime where TensorRT cannot) |
 //! | `trt convert --fp16 IN.onnx -o OUT.onnx` | FP16 weights and compute, FP32 islands | no |
+//! | `trt quantize IN.onnx --calibration TEXTS -o OUT.onnx` | INT8 Q/DQ, accuracy targets | no (ONNX Runtime) |
+//! | `trt compare A.onnx B.onnx` | output (and `--layers`) differences, a CI gate | no (ONNX Runtime) |
 //!
 //! Errors are one line, `error: ...`, naming the file or tensor and the cause;
 //! exit code 1, or 2 for usage errors (clap's).
@@ -59,6 +61,10 @@ enum Command {
     Demo(cmd::demo::Args),
     /// Convert an ONNX model's precision (FP32 to FP16).
     Convert(cmd::convert::Args),
+    /// INT8 post-training quantization (Q/DQ) from calibration texts.
+    Quantize(cmd::quantize::Args),
+    /// Run two ONNX models on the same inputs and compare their outputs.
+    Compare(cmd::compare::Args),
 }
 
 /// TensorRT's messages on stderr, for `-v`.
@@ -106,6 +112,8 @@ fn main() -> ExitCode {
         Command::Embed(a) => cmd::nlp::embed(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Convert(a) => cmd::convert::run(a),
+        Command::Quantize(a) => cmd::quantize::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

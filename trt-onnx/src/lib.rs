@@ -10,9 +10,12 @@
 //! their own modules.
 #![warn(missing_docs)]
 
+pub mod compare;
+pub mod dataset;
 mod error;
 pub mod fp16;
 pub mod graph;
+pub mod quantize;
 pub mod runtime;
 
 pub use error::{Error, Result};

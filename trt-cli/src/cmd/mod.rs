@@ -2,8 +2,10 @@
 
 pub mod bench;
 pub mod build;
+pub mod compare;
 pub mod convert;
 pub mod demo;
 pub mod inspect;
 pub mod nlp;
+pub mod quantize;
 pub mod tokenize;
