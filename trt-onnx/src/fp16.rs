@@ -139,10 +139,17 @@ pub fn convert(model: &Model, options: &Fp16Options) -> Result<(Model, Fp16Repor
     Ok((out, report))
 }
 
+/// Whether the graph's weights are mostly FP16 already (a converted model:
+/// its FP32 islands still hold a few FLOAT tensors).
+pub fn is_fp16_model(graph: &GraphProto) -> bool {
+    let count = |code| graph.initializer.iter().filter(|t| t.data_type == Some(code)).count();
+    count(FLOAT16) > count(FLOAT)
+}
+
 fn convert_graph(graph: &mut GraphProto, options: &Fp16Options) -> Result<Fp16Report> {
     let types = types::infer(graph);
     let is_f32 = |name: &str| types.get(name) == Some(&FLOAT);
-    if !types.values().any(|&t| t == FLOAT) {
+    if is_fp16_model(graph) || !types.values().any(|&t| t == FLOAT) {
         let problem = if types.values().any(|&t| t == FLOAT16) {
             "the model has no FP32 tensors: it is already FP16"
         } else {

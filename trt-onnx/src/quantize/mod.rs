@@ -72,7 +72,7 @@ impl Default for QuantizeOptions {
     fn default() -> Self {
         QuantizeOptions {
             calibrator: Calibrator::MinMax,
-            smooth_alpha: Some(0.5),
+            smooth_alpha: Some(0.85),
             exclude: Vec::new(),
             min_width: 16,
             float: FloatPrecision::Fp16,
@@ -303,7 +303,7 @@ fn check_model(model: &Model) -> Result<()> {
         });
     }
     let t = types::infer(graph);
-    if !t.values().any(|&c| c == crate::graph::tensor::FLOAT) {
+    if fp16::is_fp16_model(graph) || !t.values().any(|&c| c == crate::graph::tensor::FLOAT) {
         return Err(Error::Unsupported { operation: "quantization", problem: "the model has no FP32 tensors (quantize the FP32 model, not an FP16 or integer one)".into() });
     }
     Ok(())

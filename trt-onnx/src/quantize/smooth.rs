@@ -6,6 +6,14 @@
 //! weights' rows scaled, the product unchanged in exact arithmetic. A shared
 //! tensor (Q/K/V) gets one `s` from the largest weight row over its readers.
 //!
+//! Measured on the default model (all MiniLM MatMuls INT8, minmax, FP16 rest,
+//! 124 calibration / 41 held-out texts, pooled-embedding cosine vs FP32,
+//! min / mean): no smoothing 0.977 / 0.984; alpha 0.3 0.755 / 0.812; 0.5
+//! 0.920 / 0.952; 0.7 0.993 / 0.996; 0.8 0.996 / 0.997; 0.85 0.996 / 0.998;
+//! 0.9 0.996 / 0.998; 1.0 0.994 / 0.997. Small alphas hurt (the weights'
+//! rows get the outliers and per-output-channel weight scales cannot absorb
+//! them); 0.85, in the middle of the plateau, is the default.
+//!
 //! In a post-LayerNorm BERT the LayerNorm output also feeds the residual
 //! Add, so `1/s` cannot be folded into the LayerNorm's gamma and beta; it is
 //! an explicit `Mul` on the MatMul branch instead (pointwise, which TensorRT
