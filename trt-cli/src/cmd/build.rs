@@ -2,10 +2,12 @@
 //! bar, save, and print a summary (build time, plan size, I/O table).
 //!
 //! Precision: TensorRT 11.x and TensorRT-RTX are strongly typed (precision
-//! comes from the tensor types), so `--fp16/--bf16/--int8` are refused there
-//! with the way to get that precision (an FP16/BF16 or Q/DQ ONNX model). On
-//! TensorRT 10.x (cfg `trt_weakly_typed`) they set the builder flags, for
-//! networks that are not strongly typed.
+//! comes from the tensor types). There `--fp16` converts the model to FP16 in
+//! memory first (trt_onnx::fp16, as `trt convert --fp16` does), so the flag
+//! means the same on every version; `--bf16/--int8` are refused with the way
+//! to get that precision (a BF16 model; `trt quantize` for Q/DQ INT8). On
+//! TensorRT 10.x (cfg `trt_weakly_typed`) the flags set the builder flags,
+//! for networks that are not strongly typed.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -46,7 +48,7 @@ pub struct Args {
     #[arg(long, value_name = "SHAPES", value_parser = shapes::parse_list)]
     pub max_shapes: Vec<ShapeList>,
 
-    /// Allow FP16 kernels (TensorRT 10.x only; elsewhere, build an FP16 ONNX model).
+    /// FP16: builder flag on TensorRT 10.x; elsewhere the model is converted to FP16 in memory.
     #[arg(long, group = "precision")]
     pub fp16: bool,
 
@@ -124,7 +126,7 @@ impl Args {
 #[cfg(not(trt_weakly_typed))]
 fn strongly_typed_path(flag: &str) -> &'static str {
     match flag {
-        "--int8" => "INT8 comes from explicit QuantizeLinear/DequantizeLinear nodes in the ONNX model (e.g. from NVIDIA's TensorRT Model Optimizer); build that model as it is",
+        "--int8" => "INT8 comes from explicit QuantizeLinear/DequantizeLinear nodes in the ONNX model: make them with `trt quantize MODEL.onnx --calibration TEXTS -o MODEL_int8.onnx` and build that model as it is",
         "--bf16" => "build a BF16 ONNX model instead (BF16 weights and compute) and build it without --bf16",
         _ => "build an FP16 ONNX model instead (FP16 weights and compute, e.g. with onnxconverter-common's convert_float_to_float16, keeping LayerNorm and Softmax in FP32 as the default model's model_fp16.onnx does) and build it without --fp16",
     }
@@ -134,7 +136,8 @@ fn strongly_typed_path(flag: &str) -> &'static str {
 #[cfg(not(trt_weakly_typed))]
 fn check_precision_flag(args: &Args) -> Result<()> {
     match args.precision_flag() {
-        None => Ok(()),
+        // Converted in memory before parsing (`parse`).
+        None | Some("--fp16") => Ok(()),
         Some(flag) => Err(CliError::new(format!(
             "{flag} is not available with {}: it builds strongly typed networks only, whose precision comes from the \
              tensor types in the model, not from builder flags; {}",
@@ -206,6 +209,19 @@ pub fn explain(model: &Path, network: &Network<'_>, e: trt::Error) -> CliError {
     }
 }
 
+/// Parses the model; on strongly typed versions `--fp16` first converts it
+/// to FP16 in memory (external weights are read and inlined by the converter).
+fn parse<'b>(builder: &'b Builder, args: &Args, weakly_typed: bool) -> Result<trt::ParsedNetwork<'b>> {
+    if cfg!(trt_weakly_typed) || !args.fp16 {
+        return Ok(OnnxParser::parse_file_with(builder, &args.model, !weakly_typed)?);
+    }
+    let model = trt_onnx::graph::Model::load(&args.model).about(&args.model)?;
+    let (fp16, report) = trt_onnx::fp16::convert(&model, &trt_onnx::fp16::Fp16Options::default()).about(&args.model)?;
+    eprintln!("--fp16: {}", crate::cmd::convert::summary(&report));
+    let bytes = fp16.to_bytes().about(&args.model)?;
+    Ok(OnnxParser::parse_bytes(builder, &bytes, Some(&args.model))?)
+}
+
 /// `trt build`.
 pub fn run(args: Args) -> Result<()> {
     check_precision_flag(&args)?;
@@ -223,7 +239,7 @@ pub fn run(args: Args) -> Result<()> {
     // A precision flag asks TensorRT 10.x to pick per layer, which needs a weakly
     // typed network; elsewhere networks are always strongly typed.
     let weakly_typed = args.fp16 || args.bf16 || args.int8;
-    let network = OnnxParser::parse_file_with(&builder, &args.model, !weakly_typed)?;
+    let network = parse(&builder, &args, weakly_typed)?;
     let mut config = builder.config()?;
     apply_precision(&args, &network, &mut config)?;
     if let Some(mib) = args.workspace {
@@ -348,6 +364,9 @@ fn load_timing_cache(config: &mut BuilderConfig<'_>, path: &Path) -> Result<usiz
 
 fn precision_note(args: &Args, network: &Network<'_>) -> String {
     match args.precision_flag() {
+        Some("--fp16") if network.is_strongly_typed() => {
+            "FP16, converted in memory (strongly typed; LayerNorm/Softmax/reductions FP32)".to_owned()
+        }
         Some(flag) => format!("{flag} allowed (weakly typed)"),
         None if network.is_strongly_typed() => {
             "from the model's tensor types (strongly typed)".to_owned()

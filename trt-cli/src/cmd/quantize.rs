@@ -53,7 +53,8 @@ pub struct Args {
     /// Keep the float part FP32 instead of FP16.
     #[arg(long)]
     pub fp32: bool,
-    /// Also write the activation scales as a TensorRT calibration cache.
+    /// Also write the activation scales of the original model's MatMul inputs as a
+    /// TensorRT calibration cache (for TensorRT 10's implicit INT8 path on the FP32 model).
     #[arg(long, value_name = "FILE")]
     pub calibration_cache: Option<PathBuf>,
     /// Rows per calibration batch.
@@ -145,15 +146,14 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     if let Some(path) = &args.calibration_cache {
-        std::fs::write(
-            path,
-            cache::calibration_cache(&report.amax, cache::DEFAULT_VERSION),
-        )
-        .about(path)?;
+        // Scales of the original model's tensors: the implicit path builds that model, unsmoothed.
+        let text = cache::calibration_cache(&report.original_amax, cache::DEFAULT_VERSION);
+        std::fs::write(path, text).about(path)?;
         println!(
-            "  calibration cache: {} ({} tensors)",
+            "  calibration cache: {} ({} tensors of {})",
             path.display(),
-            report.amax.len()
+            report.original_amax.len(),
+            args.model.display()
         );
     }
     Ok(())

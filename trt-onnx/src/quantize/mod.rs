@@ -147,8 +147,12 @@ pub struct QuantizeReport {
     pub float_reasons: Vec<(String, String)>,
     /// Share of weighted-MatMul FLOPs (as measured on the calibration batches) in INT8.
     pub int8_flops_share: f64,
-    /// Activation scales (tensor name, amax) of the quantized tensors.
+    /// Activation scales (tensor name, amax) of the quantized tensors, as the Q/DQ model names them.
     pub amax: Vec<(String, f32)>,
+    /// The same calibrator's amax of the original model's MatMul inputs (no
+    /// smoothing: the TensorRT 10 implicit path builds the unmodified model),
+    /// for [`cache::calibration_cache`].
+    pub original_amax: Vec<(String, f32)>,
     /// Held-out accuracy of the returned model (when held-out batches were given).
     pub evaluation: Option<Evaluation>,
     /// Every candidate evaluated during the sensitivity search, in order.
@@ -384,6 +388,12 @@ pub fn quantize(
         v
     });
     let stats1 = collect_stats(model, &acts, calibration, &options.session)?;
+    let mut original_amax: Vec<(String, f32)> = Vec::new();
+    for (l, _) in all_layers.iter().zip(&eligible).filter(|(_, e)| **e) {
+        if let (Some(st), false) = (stats1.get(&l.activation), original_amax.iter().any(|(n, _)| *n == l.activation)) {
+            original_amax.push((l.activation.clone(), st.histogram.amax(options.calibrator) as f32));
+        }
+    }
 
     // Smoothing, then pass 2 over the smoothed tensors.
     let (base, layers, stats) = match options.smooth_alpha {
@@ -537,6 +547,7 @@ pub fn quantize(
         float_reasons,
         int8_flops_share: if total > 0.0 { in_int8 / total } else { 0.0 },
         amax: used,
+        original_amax,
         evaluation,
         search,
         sensitivity,
