@@ -10,6 +10,9 @@ use ndarray::{ArrayD, Ix2};
 use crate::runtime::{ElementType, InputTensor, OutputTensor, Session};
 use crate::{Error, Result};
 
+/// A run's outputs by name, as f32.
+pub type Outputs = Vec<(String, ArrayD<f32>)>;
+
 /// One batch of model inputs.
 #[derive(Debug, Clone)]
 pub struct Batch {

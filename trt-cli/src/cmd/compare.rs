@@ -235,7 +235,7 @@ fn run_all(
     session: &mut Session,
     batches: &[Batch],
     outputs: &[&str],
-) -> Result<Vec<Vec<(String, ndarray::ArrayD<f32>)>>> {
+) -> Result<Vec<dataset::Outputs>> {
     batches
         .iter()
         .map(|b| dataset::run(session, b, Some(outputs)).map_err(|e| CliError::new(e.to_string())))

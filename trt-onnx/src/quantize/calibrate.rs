@@ -180,6 +180,8 @@ pub fn percentile_bin(counts: &[f64], percentile: f64) -> usize {
 }
 
 /// The entropy calibrator's threshold, as a bin edge index (see the module docs).
+// `i` is the candidate threshold itself, not only an index into the tables.
+#[allow(clippy::needless_range_loop)]
 pub fn entropy_threshold_bin(counts: &[f64]) -> usize {
     let n = counts.len();
     if n <= LEVELS {
@@ -189,8 +191,8 @@ pub fn entropy_threshold_bin(counts: &[f64]) -> usize {
     // The spike of exact zeros (padding, ReLU) would dominate: bin 0 copies bin 1.
     bins[0] = bins[1];
     let mut suffix = vec![0.0; n + 1];
-    for i in (0..n).rev() {
-        suffix[i] = suffix[i + 1] + bins[i];
+    for (i, b) in bins.iter().enumerate().rev() {
+        suffix[i] = suffix[i + 1] + b;
     }
     let mut best = (f64::INFINITY, LEVELS);
     let mut level_sum = [0.0f64; LEVELS];

@@ -244,7 +244,7 @@ pub fn reference_outputs(
     model: &Model,
     batches: &[Batch],
     options: &SessionOptions,
-) -> Result<Vec<Vec<(String, ndarray::ArrayD<f32>)>>> {
+) -> Result<Vec<dataset::Outputs>> {
     let mut s = session(model, options)?;
     batches
         .iter()
@@ -256,7 +256,7 @@ pub fn reference_outputs(
 pub fn evaluate(
     candidate: &Model,
     batches: &[Batch],
-    reference: &[Vec<(String, ndarray::ArrayD<f32>)>],
+    reference: &[dataset::Outputs],
     options: &SessionOptions,
 ) -> Result<Vec<(String, Metrics)>> {
     let mut s = session(candidate, options)?;
