@@ -96,33 +96,19 @@ impl Evaluation {
     /// The cosine the target applies to: the smallest pooled-embedding cosine
     /// if some output has one, else the smallest row cosine of all outputs.
     pub fn cosine_min(&self) -> f64 {
-        let emb: Vec<f64> = self
-            .outputs
-            .iter()
-            .filter_map(|(_, m)| m.embedding_cosine.map(|e| e.0))
-            .collect();
-        if emb.is_empty() {
-            self.outputs
-                .iter()
-                .map(|(_, m)| m.cosine_min)
-                .fold(1.0, f64::min)
-        } else {
-            emb.into_iter().fold(1.0, f64::min)
-        }
+        self.worst(|m| m.embedding_cosine.map(|e| e.0), |m| m.cosine_min)
     }
 
     /// The mean cosine matching [`Evaluation::cosine_min`].
     pub fn cosine_mean(&self) -> f64 {
-        let emb: Vec<f64> = self
-            .outputs
-            .iter()
-            .filter_map(|(_, m)| m.embedding_cosine.map(|e| e.1))
-            .collect();
+        self.worst(|m| m.embedding_cosine.map(|e| e.1), |m| m.cosine_mean)
+    }
+
+    /// The smallest `embedding` figure over outputs that have one, else the smallest `row` figure.
+    fn worst(&self, embedding: impl Fn(&Metrics) -> Option<f64>, row: impl Fn(&Metrics) -> f64) -> f64 {
+        let emb: Vec<f64> = self.outputs.iter().filter_map(|(_, m)| embedding(m)).collect();
         if emb.is_empty() {
-            self.outputs
-                .iter()
-                .map(|(_, m)| m.cosine_mean)
-                .fold(1.0, f64::min)
+            self.outputs.iter().map(|(_, m)| row(m)).fold(1.0, f64::min)
         } else {
             emb.into_iter().fold(1.0, f64::min)
         }
