@@ -5,9 +5,11 @@
 //! |---|---|---|
 //! | raw | `ort` (crates.io), loading `libonnxruntime.so` at run time | ONNX Runtime's C API |
 //! | safe | [`runtime`] | the library found and version-checked ([`runtime::OrtLibrary`]), sessions with thread, optimization and provider settings ([`runtime::Session`]) |
-//!
-//! The graph tools (ONNX I/O, FP16 conversion, INT8 quantization) join as
-//! their own modules.
+//! | raw | [`graph::proto`] (prost, generated from the official `onnx.proto`) | ONNX protobuf messages |
+//! | safe | [`graph`] | models read and written with external data, element types, graph edits |
+//! | helpers | [`fp16`] | FP32 to FP16 with FP32 islands |
+//! | helpers | [`quantize`] | INT8 Q/DQ: calibrators, placement, SmoothQuant, sensitivity fallback, calibration cache |
+//! | helpers | [`dataset`], [`compare`] | token batches run on a session; how far two outputs are apart |
 #![warn(missing_docs)]
 
 pub mod compare;
