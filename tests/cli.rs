@@ -286,10 +286,10 @@ fn precision_flags_explain_the_strongly_typed_path() {
         return;
     }
     let model = default_model(false);
+    // --fp16 converts the model in memory there (tests/cli_precision.rs).
     for (flag, hint) in [
-        ("--fp16", "FP16 ONNX"),
         ("--bf16", "BF16 ONNX"),
-        ("--int8", "QuantizeLinear"),
+        ("--int8", "trt quantize"),
     ] {
         let o = run(&["build", p(&model), flag]);
         assert_user_error(&o, &[flag, "strongly typed", hint]);
