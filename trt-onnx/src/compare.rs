@@ -3,8 +3,8 @@
 //!
 //! Rows are the last axis: a `[batch, labels]` output has `batch` rows, a
 //! `[batch, sequence, hidden]` one `batch * sequence` (only positions the
-//! attention mask keeps, when one is given). A rank-3 output given with a
-//! mask also yields the mean-pooled sentence embedding's cosine, the figure
+//! attention mask keeps, when one is given; the error figures skip padding
+//! too). A rank-3 output given with a mask also yields the mean-pooled sentence embedding's cosine, the figure
 //! that matters for an embedding model.
 
 use ndarray::{ArrayD, ArrayView2, Axis, Ix2};
@@ -99,16 +99,6 @@ pub fn compare(
             problem: format!("shapes differ: {:?} and {:?}", a.shape(), b.shape()),
         });
     }
-    let (mut max_abs, mut max_rel) = (0f64, 0f64);
-    for (x, y) in a.iter().zip(b.iter()) {
-        let d = (*x as f64 - *y as f64).abs();
-        // NaN on either side counts as infinitely far.
-        let d = if d.is_nan() { f64::INFINITY } else { d };
-        max_abs = max_abs.max(d);
-        if x.abs() > 1e-3 {
-            max_rel = max_rel.max(d / (x.abs() as f64));
-        }
-    }
     let width = a.shape().last().copied().unwrap_or(1).max(1);
     let rows_a = a
         .view()
@@ -129,6 +119,19 @@ pub fn compare(
         (3, Some(m)) if m.len() == rows_a.nrows() => m.iter().map(|&v| v != 0).collect(),
         _ => vec![true; rows_a.nrows()],
     };
+    // Errors over the rows that count (padding positions carry no meaning).
+    let (mut max_abs, mut max_rel) = (0f64, 0f64);
+    for ((ra, rb), _) in rows_a.outer_iter().zip(rows_b.outer_iter()).zip(&keep).filter(|(_, k)| **k) {
+        for (x, y) in ra.iter().zip(rb.iter()) {
+            let d = (*x as f64 - *y as f64).abs();
+            // NaN on either side counts as infinitely far.
+            let d = if d.is_nan() { f64::INFINITY } else { d };
+            max_abs = max_abs.max(d);
+            if x.abs() > 1e-3 {
+                max_rel = max_rel.max(d / (x.abs() as f64));
+            }
+        }
+    }
     let cosines: Vec<f64> = rows_a
         .outer_iter()
         .zip(rows_b.outer_iter())
