@@ -1,0 +1,107 @@
+//! config.pbtxt: Triton's fields typed, unknown fields warned about, invalid
+//! values failing with the field and line named.
+
+use std::time::Duration;
+
+use trt_serve::config::{ConfigDataType, ModelConfig, Platform, TimeoutAction, VersionPolicy};
+
+const CLASSIFIER: &str = r#"
+name: "minilm"
+platform: "onnxruntime_onnx"
+max_batch_size: 32
+input [
+  { name: "text" data_type: TYPE_STRING dims: [ 1 ] }
+]
+output [
+  { name: "logits" data_type: TYPE_FP32 dims: [ 2 ] },
+  { name: "embedding" data_type: TYPE_FP32 dims: [ 384 ] }
+]
+dynamic_batching {
+  preferred_batch_size: [ 8, 16 ]
+  max_queue_delay_microseconds: 2000
+  priority_levels: 2
+  default_priority_level: 2
+  default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 100000 allow_timeout_override: true max_queue_size: 64 }
+}
+instance_group [ { count: 2 kind: KIND_CPU }, { count: 1 } ]
+version_policy: { latest: { num_versions: 2 } }
+optimization { execution_accelerators { cpu_execution_accelerator: [ { name: "openvino" } ] } }
+"#;
+
+#[test]
+fn triton_fields_are_typed() {
+    let c = ModelConfig::parse(CLASSIFIER, "minilm").unwrap();
+    assert_eq!(c.platform, Platform::OnnxRuntimeOnnx);
+    assert_eq!(c.max_batch_size, 32);
+    assert_eq!(c.inputs[0].name, "text");
+    assert_eq!(c.inputs[0].data_type, ConfigDataType::String);
+    assert_eq!(c.inputs[0].dims, [1]);
+    assert_eq!(c.outputs.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), ["logits", "embedding"]);
+    let db = c.dynamic_batching.as_ref().unwrap();
+    assert_eq!(db.preferred_batch_size, [8, 16]);
+    assert_eq!(db.max_queue_delay, Duration::from_micros(2000));
+    assert_eq!((db.priority_levels, db.default_priority_level), (2, 2));
+    let q = &db.default_queue_policy;
+    assert_eq!(q.timeout_action, TimeoutAction::Reject);
+    assert_eq!(q.default_timeout, Some(Duration::from_millis(100)));
+    assert!(q.allow_timeout_override);
+    assert_eq!(q.max_queue_size, 64);
+    assert_eq!(c.instance_count, 3);
+    assert_eq!(c.version_policy, VersionPolicy::Latest(2));
+    // `kind` and `optimization` are not used by trt serve: warned, not fatal.
+    assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+    assert!(c.warnings.iter().any(|w| w.contains("'instance_group.kind'")), "{:?}", c.warnings);
+    assert!(c.warnings.iter().any(|w| w.contains("line 21") && w.contains("'optimization'")), "{:?}", c.warnings);
+}
+
+#[test]
+fn backend_names_the_platform_and_defaults_apply() {
+    let c = ModelConfig::parse(
+        "backend: \"tensorrt\"\ninput { name: \"text\" data_type: TYPE_STRING dims: 1 }\noutput { name: \"logits\" data_type: TYPE_FP32 dims: [2] }",
+        "m",
+    )
+    .unwrap();
+    assert_eq!(c.platform, Platform::TensorRtPlan);
+    assert_eq!((c.name.as_str(), c.max_batch_size, c.instance_count), ("m", 0, 1));
+    assert_eq!(c.version_policy, VersionPolicy::Latest(1));
+    assert!(c.dynamic_batching.is_none() && c.warnings.is_empty());
+}
+
+/// The error for `CLASSIFIER` with `from` replaced by `to`.
+fn error_for(from: &str, to: &str) -> String {
+    assert!(CLASSIFIER.contains(from), "{from}");
+    ModelConfig::parse(&CLASSIFIER.replace(from, to), "minilm").unwrap_err().to_string()
+}
+
+#[test]
+fn invalid_values_name_the_field_and_line() {
+    assert_eq!(
+        error_for("max_batch_size: 32", "max_batch_size: -4"),
+        "config.pbtxt line 4: max_batch_size: expected a non-negative integer up to 2147483647, found '-4'"
+    );
+    assert!(error_for("TYPE_FP32 dims: [ 2 ]", "TYPE_FLOAT dims: [ 2 ]").contains("output.data_type: 'TYPE_FLOAT' is not a TYPE_* data type"));
+    assert!(error_for("dims: [ 384 ]", "dims: [ 0 ]").contains("output.dims: 0 is not a dimension"));
+    assert!(error_for("max_queue_delay_microseconds: 2000", "max_queue_delay_microseconds: \"2000\"")
+        .contains("dynamic_batching.max_queue_delay_microseconds: expected an integer"));
+    assert!(error_for("timeout_action: REJECT", "timeout_action: DROP").contains("dynamic_batching.default_queue_policy.timeout_action: 'DROP'"));
+    assert!(error_for("preferred_batch_size: [ 8, 16 ]", "preferred_batch_size: [ 8, 64 ]")
+        .contains("dynamic_batching.preferred_batch_size: 64 is larger than max_batch_size 32"));
+    assert!(error_for("{ count: 1 }", "{ count: 0 }").contains("instance_group.count: 0 instances"));
+    assert!(error_for("latest: { num_versions: 2 }", "newest: { }").contains("version_policy: 'newest' is not latest, all or specific"));
+    assert!(error_for("onnxruntime_onnx", "pytorch_libtorch").contains("platform: 'pytorch_libtorch' is not served"));
+    assert!(error_for("name: \"minilm\"", "name: \"other\"").contains("name: 'other' differs from the model folder 'minilm'"));
+    assert!(error_for("max_batch_size: 32", "max_batch_size 32").starts_with("config.pbtxt line 4: (syntax)"));
+    assert!(error_for("platform: \"onnxruntime_onnx\"", "").contains("neither platform nor backend"));
+}
+
+#[test]
+fn version_policies_select_from_disk() {
+    let on_disk = [3, 1, 10, 2];
+    assert_eq!(VersionPolicy::Latest(1).select(&on_disk), [10]);
+    assert_eq!(VersionPolicy::Latest(2).select(&on_disk), [3, 10]);
+    assert_eq!(VersionPolicy::Latest(9).select(&on_disk), [1, 2, 3, 10]);
+    assert_eq!(VersionPolicy::All.select(&on_disk), [1, 2, 3, 10]);
+    assert_eq!(VersionPolicy::Specific(vec![2, 7]).select(&on_disk), [2]);
+    let c = ModelConfig::parse(&CLASSIFIER.replace("latest: { num_versions: 2 }", "specific: { versions: [1, 3] }"), "minilm").unwrap();
+    assert_eq!(c.version_policy, VersionPolicy::Specific(vec![1, 3]));
+}

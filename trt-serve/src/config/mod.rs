@@ -1,0 +1,567 @@
+//! Triton's `config.pbtxt`: the fields `trt serve` understands, typed and
+//! checked. Unknown fields are collected as warnings (the model still loads);
+//! an invalid value fails the model's load with the field named, e.g.
+//! `config.pbtxt line 3: max_batch_size: expected a non-negative integer, found '-4'`.
+//!
+//! | field | meaning here |
+//! |---|---|
+//! | `name` | must match the folder when given |
+//! | `platform` / `backend` | `tensorrt_plan` / `tensorrt`, `onnxruntime_onnx` / `onnxruntime`: picks the backend and the file (`model.plan`, `model.onnx`) |
+//! | `max_batch_size` | largest batch the scheduler cuts (0: one request's rows at a time) |
+//! | `input` | `{ name: "text" data_type: TYPE_STRING dims: [ 1 ] }` makes a text model |
+//! | `output` | the engine's outputs to expose, plus `embedding` (pooled, L2-normalised) |
+//! | `dynamic_batching` | `preferred_batch_size`, `max_queue_delay_microseconds`, `priority_levels`, `default_priority_level`, `default_queue_policy` |
+//! | `instance_group` | the sum of `count`: how many batches run at once |
+//! | `version_policy` | `latest { num_versions }`, `all { }`, `specific { versions }` |
+
+pub mod text_format;
+
+use std::time::Duration;
+
+use text_format::{Field, Message, Scalar, Value};
+
+/// A `config.pbtxt` that cannot be served: the line and field at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("config.pbtxt line {line}: {field}: {message}")]
+pub struct ConfigError {
+    /// 1-based line of the offending field (0 when the field is missing).
+    pub line: usize,
+    /// The field's path, e.g. `dynamic_batching.max_queue_delay_microseconds`.
+    pub field: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+/// Which runtime executes the model (and which file a version folder holds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Platform {
+    /// `tensorrt_plan`: `model.plan`.
+    TensorRtPlan,
+    /// `onnxruntime_onnx`: `model.onnx`.
+    OnnxRuntimeOnnx,
+}
+
+impl Platform {
+    /// The platform string of Triton's metadata.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::TensorRtPlan => "tensorrt_plan",
+            Platform::OnnxRuntimeOnnx => "onnxruntime_onnx",
+        }
+    }
+
+    /// The backend name of Triton's config (`backend: "..."`).
+    pub fn backend_name(self) -> &'static str {
+        match self {
+            Platform::TensorRtPlan => "tensorrt",
+            Platform::OnnxRuntimeOnnx => "onnxruntime",
+        }
+    }
+
+    /// The file a version folder holds by default.
+    pub fn default_filename(self) -> &'static str {
+        match self {
+            Platform::TensorRtPlan => "model.plan",
+            Platform::OnnxRuntimeOnnx => "model.onnx",
+        }
+    }
+}
+
+/// Element types of Triton's model configuration (`TYPE_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum ConfigDataType {
+    Bool,
+    Uint8,
+    Uint16,
+    Uint32,
+    Uint64,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    Fp16,
+    Fp32,
+    Fp64,
+    String,
+    Bf16,
+}
+
+const DATA_TYPES: [(&str, &str, ConfigDataType, i32); 14] = [
+    ("TYPE_BOOL", "BOOL", ConfigDataType::Bool, 1),
+    ("TYPE_UINT8", "UINT8", ConfigDataType::Uint8, 2),
+    ("TYPE_UINT16", "UINT16", ConfigDataType::Uint16, 3),
+    ("TYPE_UINT32", "UINT32", ConfigDataType::Uint32, 4),
+    ("TYPE_UINT64", "UINT64", ConfigDataType::Uint64, 5),
+    ("TYPE_INT8", "INT8", ConfigDataType::Int8, 6),
+    ("TYPE_INT16", "INT16", ConfigDataType::Int16, 7),
+    ("TYPE_INT32", "INT32", ConfigDataType::Int32, 8),
+    ("TYPE_INT64", "INT64", ConfigDataType::Int64, 9),
+    ("TYPE_FP16", "FP16", ConfigDataType::Fp16, 10),
+    ("TYPE_FP32", "FP32", ConfigDataType::Fp32, 11),
+    ("TYPE_FP64", "FP64", ConfigDataType::Fp64, 12),
+    ("TYPE_STRING", "BYTES", ConfigDataType::String, 13),
+    ("TYPE_BF16", "BF16", ConfigDataType::Bf16, 14),
+];
+
+impl ConfigDataType {
+    fn row(self) -> &'static (&'static str, &'static str, ConfigDataType, i32) {
+        DATA_TYPES.iter().find(|r| r.2 == self).expect("every variant has a row")
+    }
+
+    /// The config spelling (`TYPE_FP32`).
+    pub fn config_name(self) -> &'static str {
+        self.row().0
+    }
+
+    /// The KServe v2 tensor datatype (`FP32`, `BYTES`).
+    pub fn wire_name(self) -> &'static str {
+        self.row().1
+    }
+
+    /// The `inference.DataType` enum number.
+    pub fn proto_number(self) -> i32 {
+        self.row().3
+    }
+
+    fn from_config_name(name: &str) -> Option<Self> {
+        DATA_TYPES.iter().find(|r| r.0 == name).map(|r| r.2)
+    }
+}
+
+/// One `input` or `output` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorConfig {
+    /// Name.
+    pub name: String,
+    /// Element type.
+    pub data_type: ConfigDataType,
+    /// Dimensions without the batch dimension (`-1` is dynamic).
+    pub dims: Vec<i64>,
+}
+
+/// What happens to a request whose queue timeout expires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutAction {
+    /// Fail it (503).
+    Reject,
+    /// Keep it, behind requests still within their time.
+    Delay,
+}
+
+/// `default_queue_policy`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuePolicy {
+    /// What an expired request gets.
+    pub timeout_action: TimeoutAction,
+    /// Queue timeout when the request sets none (`None`: no timeout).
+    pub default_timeout: Option<Duration>,
+    /// Whether a request's `timeout` parameter may override it.
+    pub allow_timeout_override: bool,
+    /// Most requests waiting (`0` in the config: the server's limit applies).
+    pub max_queue_size: usize,
+}
+
+impl Default for QueuePolicy {
+    fn default() -> Self {
+        QueuePolicy { timeout_action: TimeoutAction::Reject, default_timeout: None, allow_timeout_override: false, max_queue_size: 0 }
+    }
+}
+
+/// `dynamic_batching`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DynamicBatching {
+    /// Batch sizes to cut at when enough requests wait.
+    pub preferred_batch_size: Vec<usize>,
+    /// How long the first request of a batch may wait for company.
+    pub max_queue_delay: Duration,
+    /// Number of priority levels (0: one level).
+    pub priority_levels: u64,
+    /// Level of requests that set none (1 is the highest; 0: the lowest level).
+    pub default_priority_level: u64,
+    /// The queue policy of every level.
+    pub default_queue_policy: QueuePolicy,
+}
+
+/// `version_policy`: which version folders are served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VersionPolicy {
+    /// The `n` highest versions (Triton's default: 1).
+    Latest(usize),
+    /// Every version.
+    All,
+    /// Exactly these versions.
+    Specific(Vec<u64>),
+}
+
+impl VersionPolicy {
+    /// The versions to serve out of those found on disk.
+    pub fn select(&self, available: &[u64]) -> Vec<u64> {
+        let mut v = available.to_vec();
+        v.sort_unstable();
+        v.dedup();
+        match self {
+            VersionPolicy::Latest(n) => v.split_off(v.len().saturating_sub(*n)),
+            VersionPolicy::All => v,
+            VersionPolicy::Specific(want) => v.into_iter().filter(|x| want.contains(x)).collect(),
+        }
+    }
+}
+
+/// A parsed, checked `config.pbtxt`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelConfig {
+    /// The model's name (the folder's).
+    pub name: String,
+    /// Backend and file type.
+    pub platform: Platform,
+    /// Largest batch (0: the model is not batched by the server).
+    pub max_batch_size: usize,
+    /// Inputs.
+    pub inputs: Vec<TensorConfig>,
+    /// Outputs.
+    pub outputs: Vec<TensorConfig>,
+    /// Dynamic batching, when configured.
+    pub dynamic_batching: Option<DynamicBatching>,
+    /// Batches that may run at once (sum of `instance_group` counts; 1 by default).
+    pub instance_count: usize,
+    /// Which versions are served.
+    pub version_policy: VersionPolicy,
+    /// Fields that were ignored, one line each (logged at load).
+    pub warnings: Vec<String>,
+}
+
+impl ModelConfig {
+    /// The input of that name.
+    pub fn input(&self, name: &str) -> Option<&TensorConfig> {
+        self.inputs.iter().find(|t| t.name == name)
+    }
+
+    /// The output of that name.
+    pub fn output(&self, name: &str) -> Option<&TensorConfig> {
+        self.outputs.iter().find(|t| t.name == name)
+    }
+
+    /// Parses `text`, the `config.pbtxt` of the model folder `folder_name`.
+    pub fn parse(text: &str, folder_name: &str) -> Result<Self, ConfigError> {
+        let root = text_format::parse(text)
+            .map_err(|e| ConfigError { line: e.line, field: "(syntax)".into(), message: e.message })?;
+        let mut cx = Cx { warnings: Vec::new() };
+        let mut name = None;
+        let mut platform_field = None;
+        let mut backend = None;
+        let mut max_batch_size = 0;
+        let (mut inputs, mut outputs) = (Vec::new(), Vec::new());
+        let mut dynamic_batching = None;
+        let mut instance_count = 0usize;
+        let mut saw_instance_group = false;
+        let mut version_policy = VersionPolicy::Latest(1);
+        for f in &root.fields {
+            match f.name.as_str() {
+                "name" => name = Some((cx.string(f, "name")?, f.line)),
+                "platform" => platform_field = Some((cx.string(f, "platform")?, f.line)),
+                "backend" => backend = Some((cx.string(f, "backend")?, f.line)),
+                "max_batch_size" => max_batch_size = cx.uint(f, "max_batch_size", i32::MAX as u64)? as usize,
+                "input" => inputs.push(cx.tensor(f, "input")?),
+                "output" => outputs.push(cx.tensor(f, "output")?),
+                "dynamic_batching" => dynamic_batching = Some(cx.dynamic_batching(f)?),
+                "instance_group" => {
+                    saw_instance_group = true;
+                    instance_count += cx.instance_group(f)?;
+                }
+                "version_policy" => version_policy = cx.version_policy(f)?,
+                _ => cx.unknown("", f),
+            }
+        }
+        let name = match name {
+            Some((n, line)) if n != folder_name => {
+                return Err(err(line, "name", format!("'{n}' differs from the model folder '{folder_name}'")))
+            }
+            _ => folder_name.to_string(),
+        };
+        let platform = match (&platform_field, &backend) {
+            (Some((p, line)), _) => match p.as_str() {
+                "tensorrt_plan" => Platform::TensorRtPlan,
+                "onnxruntime_onnx" => Platform::OnnxRuntimeOnnx,
+                other => {
+                    return Err(err(*line, "platform", format!("'{other}' is not served (tensorrt_plan, onnxruntime_onnx)")))
+                }
+            },
+            (None, Some((b, line))) => match b.as_str() {
+                "tensorrt" => Platform::TensorRtPlan,
+                "onnxruntime" => Platform::OnnxRuntimeOnnx,
+                other => return Err(err(*line, "backend", format!("'{other}' is not served (tensorrt, onnxruntime)"))),
+            },
+            (None, None) => return Err(err(0, "platform", "neither platform nor backend is set".into())),
+        };
+        if let (Some(_), Some((b, line))) = (&platform_field, &backend) {
+            if b != platform.backend_name() {
+                return Err(err(*line, "backend", format!("'{b}' contradicts the platform's backend '{}'", platform.backend_name())));
+            }
+        }
+        if inputs.is_empty() {
+            return Err(err(0, "input", "the model declares no input".into()));
+        }
+        if outputs.is_empty() {
+            return Err(err(0, "output", "the model declares no output".into()));
+        }
+        for list in [&inputs, &outputs] {
+            for (i, t) in list.iter().enumerate() {
+                if list[..i].iter().any(|u| u.name == t.name) {
+                    return Err(err(0, "input/output", format!("'{}' is declared twice", t.name)));
+                }
+            }
+        }
+        if let Some(db) = &dynamic_batching {
+            if let Some(&p) = db.preferred_batch_size.iter().find(|&&p| p > max_batch_size.max(1)) {
+                return Err(err(
+                    0,
+                    "dynamic_batching.preferred_batch_size",
+                    format!("{p} is larger than max_batch_size {max_batch_size}"),
+                ));
+            }
+            if db.priority_levels > 0 && db.default_priority_level > db.priority_levels {
+                return Err(err(
+                    0,
+                    "dynamic_batching.default_priority_level",
+                    format!("{} is above priority_levels {}", db.default_priority_level, db.priority_levels),
+                ));
+            }
+        }
+        if !saw_instance_group {
+            instance_count = 1;
+        }
+        Ok(ModelConfig {
+            name,
+            platform,
+            max_batch_size,
+            inputs,
+            outputs,
+            dynamic_batching,
+            instance_count,
+            version_policy,
+            warnings: cx.warnings,
+        })
+    }
+}
+
+fn err(line: usize, field: &str, message: String) -> ConfigError {
+    ConfigError { line, field: field.to_string(), message }
+}
+
+/// Typed reads of the untyped tree, gathering warnings.
+struct Cx {
+    warnings: Vec<String>,
+}
+
+impl Cx {
+    fn unknown(&mut self, path: &str, f: &Field) {
+        self.warnings.push(format!("config.pbtxt line {}: unknown or unsupported field '{path}{}' ignored", f.line, f.name));
+    }
+
+    fn scalar<'a>(&self, f: &'a Field, path: &str) -> Result<&'a Scalar, ConfigError> {
+        match &f.value {
+            Value::Scalar(s) => Ok(s),
+            Value::Message(_) => Err(err(f.line, path, "expected a value, found a message".into())),
+        }
+    }
+
+    fn message<'a>(&self, f: &'a Field, path: &str) -> Result<&'a Message, ConfigError> {
+        match &f.value {
+            Value::Message(m) => Ok(m),
+            Value::Scalar(s) => Err(err(f.line, path, format!("expected a message {{ ... }}, found {s}"))),
+        }
+    }
+
+    fn string(&self, f: &Field, path: &str) -> Result<String, ConfigError> {
+        match self.scalar(f, path)? {
+            Scalar::Str(s) => Ok(s.clone()),
+            other => Err(err(f.line, path, format!("expected a quoted string, found {other}"))),
+        }
+    }
+
+    fn int(&self, f: &Field, path: &str) -> Result<i64, ConfigError> {
+        let s = self.scalar(f, path)?;
+        let parsed = match s {
+            Scalar::Number(n) => match n.strip_prefix("0x") {
+                Some(hex) => i64::from_str_radix(hex, 16).ok(),
+                None => n.parse::<i64>().ok(),
+            },
+            _ => None,
+        };
+        parsed.ok_or_else(|| err(f.line, path, format!("expected an integer, found {s}")))
+    }
+
+    fn uint(&self, f: &Field, path: &str, max: u64) -> Result<u64, ConfigError> {
+        let v = self.int(f, path)?;
+        u64::try_from(v)
+            .ok()
+            .filter(|&v| v <= max)
+            .ok_or_else(|| err(f.line, path, format!("expected a non-negative integer up to {max}, found '{v}'")))
+    }
+
+    fn boolean(&self, f: &Field, path: &str) -> Result<bool, ConfigError> {
+        match self.scalar(f, path)? {
+            Scalar::Ident(s) if s == "true" => Ok(true),
+            Scalar::Ident(s) if s == "false" => Ok(false),
+            Scalar::Number(n) if n == "1" => Ok(true),
+            Scalar::Number(n) if n == "0" => Ok(false),
+            other => Err(err(f.line, path, format!("expected true or false, found {other}"))),
+        }
+    }
+
+    fn ident(&self, f: &Field, path: &str) -> Result<String, ConfigError> {
+        match self.scalar(f, path)? {
+            Scalar::Ident(s) => Ok(s.clone()),
+            other => Err(err(f.line, path, format!("expected an enum value, found {other}"))),
+        }
+    }
+
+    fn tensor(&mut self, f: &Field, kind: &str) -> Result<TensorConfig, ConfigError> {
+        let m = self.message(f, kind)?;
+        let (mut name, mut data_type, mut dims) = (None, None, Vec::new());
+        for g in &m.fields {
+            match g.name.as_str() {
+                "name" => name = Some(self.string(g, &format!("{kind}.name"))?),
+                "data_type" => {
+                    let path = format!("{kind}.data_type");
+                    let v = self.ident(g, &path)?;
+                    data_type = Some(
+                        ConfigDataType::from_config_name(&v)
+                            .ok_or_else(|| err(g.line, &path, format!("'{v}' is not a TYPE_* data type")))?,
+                    );
+                }
+                "dims" => {
+                    let path = format!("{kind}.dims");
+                    let d = self.int(g, &path)?;
+                    if d < -1 || d == 0 {
+                        return Err(err(g.line, &path, format!("{d} is not a dimension (positive, or -1 for dynamic)")));
+                    }
+                    dims.push(d);
+                }
+                _ => self.unknown(&format!("{kind}."), g),
+            }
+        }
+        let name = name.ok_or_else(|| err(f.line, &format!("{kind}.name"), "missing".into()))?;
+        let data_type = data_type.ok_or_else(|| err(f.line, &format!("{kind}.data_type"), format!("missing for '{name}'")))?;
+        if dims.is_empty() {
+            return Err(err(f.line, &format!("{kind}.dims"), format!("missing for '{name}'")));
+        }
+        Ok(TensorConfig { name, data_type, dims })
+    }
+
+    fn queue_policy(&mut self, f: &Field, path: &str) -> Result<QueuePolicy, ConfigError> {
+        let m = self.message(f, path)?;
+        let mut p = QueuePolicy::default();
+        for g in &m.fields {
+            let gp = format!("{path}.{}", g.name);
+            match g.name.as_str() {
+                "timeout_action" => {
+                    p.timeout_action = match self.ident(g, &gp)?.as_str() {
+                        "REJECT" => TimeoutAction::Reject,
+                        "DELAY" => TimeoutAction::Delay,
+                        other => return Err(err(g.line, &gp, format!("'{other}' is not REJECT or DELAY"))),
+                    }
+                }
+                "default_timeout_microseconds" => {
+                    let us = self.uint(g, &gp, u64::MAX)?;
+                    p.default_timeout = (us > 0).then(|| Duration::from_micros(us));
+                }
+                "allow_timeout_override" => p.allow_timeout_override = self.boolean(g, &gp)?,
+                "max_queue_size" => p.max_queue_size = self.uint(g, &gp, u32::MAX as u64)? as usize,
+                _ => self.unknown(&format!("{path}."), g),
+            }
+        }
+        Ok(p)
+    }
+
+    fn dynamic_batching(&mut self, f: &Field) -> Result<DynamicBatching, ConfigError> {
+        let m = self.message(f, "dynamic_batching")?;
+        let mut db = DynamicBatching::default();
+        for g in &m.fields {
+            let gp = format!("dynamic_batching.{}", g.name);
+            match g.name.as_str() {
+                "preferred_batch_size" => {
+                    let p = self.uint(g, &gp, i32::MAX as u64)? as usize;
+                    if p == 0 {
+                        return Err(err(g.line, &gp, "0 is not a batch size".into()));
+                    }
+                    db.preferred_batch_size.push(p);
+                }
+                "max_queue_delay_microseconds" => {
+                    // An hour bounds it: a longer wait would be a typo, not a policy.
+                    db.max_queue_delay = Duration::from_micros(self.uint(g, &gp, 3_600_000_000)?)
+                }
+                "priority_levels" => db.priority_levels = self.uint(g, &gp, 1024)?,
+                "default_priority_level" => db.default_priority_level = self.uint(g, &gp, 1024)?,
+                "default_queue_policy" => db.default_queue_policy = self.queue_policy(g, &gp)?,
+                _ => self.unknown("dynamic_batching.", g),
+            }
+        }
+        db.preferred_batch_size.sort_unstable();
+        Ok(db)
+    }
+
+    fn instance_group(&mut self, f: &Field) -> Result<usize, ConfigError> {
+        let m = self.message(f, "instance_group")?;
+        let mut count = 1;
+        for g in &m.fields {
+            match g.name.as_str() {
+                "count" => {
+                    count = self.uint(g, "instance_group.count", 256)? as usize;
+                    if count == 0 {
+                        return Err(err(g.line, "instance_group.count", "0 instances cannot run anything".into()));
+                    }
+                }
+                _ => self.unknown("instance_group.", g),
+            }
+        }
+        Ok(count)
+    }
+
+    fn version_policy(&mut self, f: &Field) -> Result<VersionPolicy, ConfigError> {
+        let m = self.message(f, "version_policy")?;
+        let [choice] = m.fields.as_slice() else {
+            return Err(err(f.line, "version_policy", "expected exactly one of latest, all, specific".into()));
+        };
+        let inner = self.message(choice, &format!("version_policy.{}", choice.name))?;
+        match choice.name.as_str() {
+            "latest" => {
+                let mut n = 1;
+                for g in &inner.fields {
+                    match g.name.as_str() {
+                        "num_versions" => {
+                            n = self.uint(g, "version_policy.latest.num_versions", 1024)? as usize;
+                            if n == 0 {
+                                return Err(err(g.line, "version_policy.latest.num_versions", "0 versions serve nothing".into()));
+                            }
+                        }
+                        _ => self.unknown("version_policy.latest.", g),
+                    }
+                }
+                Ok(VersionPolicy::Latest(n))
+            }
+            "all" => {
+                for g in &inner.fields {
+                    self.unknown("version_policy.all.", g);
+                }
+                Ok(VersionPolicy::All)
+            }
+            "specific" => {
+                let mut versions = Vec::new();
+                for g in &inner.fields {
+                    match g.name.as_str() {
+                        "versions" => versions.push(self.uint(g, "version_policy.specific.versions", i64::MAX as u64)?),
+                        _ => self.unknown("version_policy.specific.", g),
+                    }
+                }
+                if versions.is_empty() {
+                    return Err(err(choice.line, "version_policy.specific.versions", "no version listed".into()));
+                }
+                Ok(VersionPolicy::Specific(versions))
+            }
+            other => Err(err(choice.line, "version_policy", format!("'{other}' is not latest, all or specific"))),
+        }
+    }
+}

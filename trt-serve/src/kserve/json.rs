@@ -1,0 +1,304 @@
+//! The HTTP body of an inference request and response: a JSON header,
+//! optionally followed by binary tensor data (Triton's binary tensor
+//! extension: the `Inference-Header-Content-Length` header gives the JSON's
+//! size, each binary tensor's `binary_data_size` parameter its share of the
+//! rest, in tensor order).
+
+use serde_json::{json, Map, Value};
+
+use super::{
+    element_count, elements_from_raw, shape_from_wire, DataType, Elements, InferRequest, InferResponse, InputTensor,
+    OutputData, RequestedOutput,
+};
+use crate::error::{ServeError, ServeResult};
+use crate::limits::Limits;
+
+/// The header carrying the JSON part's length.
+pub const HEADER_LENGTH: &str = "inference-header-content-length";
+
+fn obj<'a>(v: &'a Value, what: &str) -> ServeResult<&'a Map<String, Value>> {
+    v.as_object().ok_or_else(|| ServeError::invalid(format!("{what} must be a JSON object")))
+}
+
+fn uint_param(params: &Map<String, Value>, key: &str) -> ServeResult<Option<u64>> {
+    match params.get(key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| ServeError::invalid(format!("parameter '{key}' must be a non-negative integer, found {v}"))),
+    }
+}
+
+fn bool_param(params: &Map<String, Value>, key: &str) -> ServeResult<bool> {
+    match params.get(key) {
+        None => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(v) => Err(ServeError::invalid(format!("parameter '{key}' must be true or false, found {v}"))),
+    }
+}
+
+/// Flattens nested JSON arrays (row-major) into `out`, bounded by `max`.
+fn flatten<'a>(v: &'a Value, out: &mut Vec<&'a Value>, max: usize, name: &str) -> ServeResult<()> {
+    match v {
+        Value::Array(items) => {
+            for item in items {
+                flatten(item, out, max, name)?;
+            }
+        }
+        scalar => {
+            if out.len() == max {
+                return Err(ServeError::invalid(format!("input '{name}': more data elements than its shape holds")));
+            }
+            out.push(scalar);
+        }
+    }
+    Ok(())
+}
+
+fn json_elements(name: &str, datatype: DataType, count: usize, data: &Value) -> ServeResult<Elements> {
+    let mut flat = Vec::with_capacity(count.min(1 << 16));
+    flatten(data, &mut flat, count, name)?;
+    if flat.len() != count {
+        return Err(ServeError::invalid(format!("input '{name}': {} data elements, the shape needs {count}", flat.len())));
+    }
+    let bad = |i: usize, v: &Value| {
+        ServeError::invalid(format!("input '{name}': element {i} ({v}) is not a valid {} value", datatype.as_str()))
+    };
+    if datatype == DataType::Bytes {
+        let elems = flat
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v.as_str().map(|s| s.as_bytes().to_vec()).ok_or_else(|| bad(i, v)))
+            .collect::<ServeResult<_>>()?;
+        return Ok(Elements::Bytes(elems));
+    }
+    let size = datatype.element_size().expect("fixed-size datatype");
+    let mut raw = Vec::with_capacity(count * size);
+    for (i, v) in flat.iter().enumerate() {
+        let ok = match datatype {
+            DataType::Bool => v.as_bool().map(|b| raw.push(b as u8)),
+            DataType::Int8 => v.as_i64().and_then(|x| i8::try_from(x).ok()).map(|x| raw.extend(x.to_le_bytes())),
+            DataType::Int16 => v.as_i64().and_then(|x| i16::try_from(x).ok()).map(|x| raw.extend(x.to_le_bytes())),
+            DataType::Int32 => v.as_i64().and_then(|x| i32::try_from(x).ok()).map(|x| raw.extend(x.to_le_bytes())),
+            DataType::Int64 => v.as_i64().map(|x| raw.extend(x.to_le_bytes())),
+            DataType::Uint8 => v.as_u64().and_then(|x| u8::try_from(x).ok()).map(|x| raw.push(x)),
+            DataType::Uint16 => v.as_u64().and_then(|x| u16::try_from(x).ok()).map(|x| raw.extend(x.to_le_bytes())),
+            DataType::Uint32 => v.as_u64().and_then(|x| u32::try_from(x).ok()).map(|x| raw.extend(x.to_le_bytes())),
+            DataType::Uint64 => v.as_u64().map(|x| raw.extend(x.to_le_bytes())),
+            DataType::Fp32 => v.as_f64().map(|x| raw.extend((x as f32).to_le_bytes())),
+            DataType::Fp64 => v.as_f64().map(|x| raw.extend(x.to_le_bytes())),
+            DataType::Fp16 => v.as_f64().map(|x| raw.extend(half::f16::from_f64(x).to_le_bytes())),
+            DataType::Bf16 => v.as_f64().map(|x| raw.extend(half::bf16::from_f64(x).to_le_bytes())),
+            DataType::Bytes => unreachable!("handled above"),
+        };
+        ok.ok_or_else(|| bad(i, v))?;
+    }
+    Ok(Elements::Fixed(raw))
+}
+
+/// Decodes an HTTP inference request body; `header_length` is the
+/// `Inference-Header-Content-Length` header's value, when sent.
+pub fn decode_request(body: &[u8], header_length: Option<usize>, limits: &Limits) -> ServeResult<InferRequest> {
+    let (head, mut binary) = match header_length {
+        Some(n) if n > body.len() => {
+            return Err(ServeError::invalid(format!(
+                "Inference-Header-Content-Length is {n}, but the body has only {} bytes",
+                body.len()
+            )))
+        }
+        Some(n) => body.split_at(n),
+        None => (body, &[][..]),
+    };
+    let root: Value = serde_json::from_slice(head).map_err(|e| ServeError::invalid(format!("malformed JSON in the request: {e}")))?;
+    let root = obj(&root, "the request")?;
+    let id = match root.get("id") {
+        None => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => return Err(ServeError::invalid(format!("'id' must be a string, found {v}"))),
+    };
+    let empty = Map::new();
+    let params = match root.get("parameters") {
+        Some(p) => obj(p, "'parameters'")?,
+        None => &empty,
+    };
+    let mut inputs = Vec::new();
+    let Some(Value::Array(list)) = root.get("inputs") else {
+        return Err(ServeError::invalid("the request has no 'inputs' array"));
+    };
+    for (i, t) in list.iter().enumerate() {
+        let t = obj(t, &format!("inputs[{i}]"))?;
+        let name = t
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ServeError::invalid(format!("inputs[{i}] has no 'name' string")))?
+            .to_string();
+        let datatype = DataType::parse(
+            t.get("datatype").and_then(Value::as_str).ok_or_else(|| ServeError::invalid(format!("input '{name}' has no 'datatype' string")))?,
+        )?;
+        let dims: Vec<i64> = match t.get("shape") {
+            Some(Value::Array(d)) => d
+                .iter()
+                .map(|x| x.as_i64().ok_or_else(|| ServeError::invalid(format!("input '{name}': shape element {x} is not an integer"))))
+                .collect::<ServeResult<_>>()?,
+            _ => return Err(ServeError::invalid(format!("input '{name}' has no 'shape' array"))),
+        };
+        let shape = shape_from_wire(&name, &dims)?;
+        let count = element_count(&name, &shape, limits)?;
+        let tparams = match t.get("parameters") {
+            Some(p) => obj(p, &format!("parameters of input '{name}'"))?,
+            None => &empty,
+        };
+        let data = match uint_param(tparams, "binary_data_size")? {
+            Some(size) => {
+                let size = usize::try_from(size).unwrap_or(usize::MAX);
+                if size > binary.len() {
+                    return Err(ServeError::invalid(format!(
+                        "input '{name}': binary_data_size {size} is more than the {} binary bytes left",
+                        binary.len()
+                    )));
+                }
+                let (mine, rest) = binary.split_at(size);
+                binary = rest;
+                elements_from_raw(&name, datatype, count, mine.to_vec())?
+            }
+            None => {
+                let data = t.get("data").ok_or_else(|| ServeError::invalid(format!("input '{name}' has neither 'data' nor binary_data_size")))?;
+                json_elements(&name, datatype, count, data)?
+            }
+        };
+        inputs.push(InputTensor { name, datatype, shape, data });
+    }
+    if !binary.is_empty() {
+        return Err(ServeError::invalid(format!("{} bytes of binary data follow the inputs and belong to none", binary.len())));
+    }
+    let mut outputs = Vec::new();
+    if let Some(v) = root.get("outputs") {
+        let Value::Array(list) = v else { return Err(ServeError::invalid("'outputs' must be an array")) };
+        for (i, o) in list.iter().enumerate() {
+            let o = obj(o, &format!("outputs[{i}]"))?;
+            let name = o
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ServeError::invalid(format!("outputs[{i}] has no 'name' string")))?
+                .to_string();
+            let op = match o.get("parameters") {
+                Some(p) => obj(p, &format!("parameters of output '{name}'"))?,
+                None => &empty,
+            };
+            let classification = uint_param(op, "classification")?.map(|k| k as usize).filter(|&k| k > 0);
+            outputs.push(RequestedOutput { name, binary: bool_param(op, "binary_data")?, classification });
+        }
+    }
+    Ok(InferRequest {
+        id,
+        inputs,
+        outputs,
+        binary_data_output: bool_param(params, "binary_data_output")?,
+        priority: uint_param(params, "priority")?.unwrap_or(0),
+        timeout_us: uint_param(params, "timeout")?,
+    })
+}
+
+/// Encodes a response: the body, and the JSON part's length when binary data follows it.
+pub fn encode_response(response: &InferResponse) -> (Vec<u8>, Option<usize>) {
+    let mut binary = Vec::new();
+    let outputs: Vec<Value> = response
+        .outputs
+        .iter()
+        .map(|o| {
+            let mut t = json!({ "name": o.name, "datatype": o.data.datatype().as_str(), "shape": o.shape });
+            if o.binary {
+                let raw = o.data.to_raw();
+                t["parameters"] = json!({ "binary_data_size": raw.len() });
+                binary.extend_from_slice(&raw);
+            } else {
+                t["data"] = match &o.data {
+                    OutputData::Fp32(v) => json!(v),
+                    OutputData::Bytes(v) => Value::Array(v.iter().map(|b| Value::String(String::from_utf8_lossy(b).into_owned())).collect()),
+                };
+            }
+            t
+        })
+        .collect();
+    let mut head = json!({ "model_name": response.model_name, "model_version": response.model_version, "outputs": outputs });
+    if !response.id.is_empty() {
+        head["id"] = json!(response.id);
+    }
+    let mut body = serde_json::to_vec(&head).expect("a JSON value serializes");
+    if binary.is_empty() {
+        (body, None)
+    } else {
+        let n = body.len();
+        body.extend_from_slice(&binary);
+        (body, Some(n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kserve::{encode_bytes_elements, OutputTensor};
+
+    fn limits() -> Limits {
+        Limits::default()
+    }
+
+    #[test]
+    fn json_and_binary_inputs_decode() {
+        let head = br#"{"id":"7","parameters":{"priority":2,"timeout":5000},
+            "inputs":[{"name":"text","shape":[2,1],"datatype":"BYTES","parameters":{"binary_data_size":16}},
+                      {"name":"n","shape":[1,2],"datatype":"INT32","data":[[1,-2]]}],
+            "outputs":[{"name":"logits","parameters":{"classification":2,"binary_data":false}}]}"#;
+        let mut body = head.to_vec();
+        body.extend(encode_bytes_elements(&[b"hello".to_vec(), b"abc".to_vec()]));
+        let r = decode_request(&body, Some(head.len()), &limits()).unwrap();
+        assert_eq!(r.id, "7");
+        assert_eq!((r.priority, r.timeout_us), (2, Some(5000)));
+        assert_eq!(r.inputs[0].data, Elements::Bytes(vec![b"hello".to_vec(), b"abc".to_vec()]));
+        assert_eq!(r.inputs[0].shape, [2, 1]);
+        let mut want = 1i32.to_le_bytes().to_vec();
+        want.extend((-2i32).to_le_bytes());
+        assert_eq!(r.inputs[1].data, Elements::Fixed(want));
+        assert_eq!(r.outputs, [RequestedOutput { name: "logits".into(), binary: false, classification: Some(2) }]);
+    }
+
+    #[test]
+    fn malformed_requests_name_the_problem() {
+        let l = limits();
+        let msg = |body: &str, h: Option<usize>| decode_request(body.as_bytes(), h, &l).unwrap_err().to_string();
+        assert!(msg("{", None).starts_with("malformed JSON"));
+        assert!(msg("[]", None).contains("must be a JSON object"));
+        assert!(msg("{}", None).contains("no 'inputs'"));
+        assert!(msg("{}", Some(10)).contains("only 2 bytes"));
+        assert!(msg(r#"{"inputs":[{"name":"t","shape":[2],"datatype":"FP99","data":[1,2]}]}"#, None).contains("unknown datatype 'FP99'"));
+        assert!(msg(r#"{"inputs":[{"name":"t","shape":[3],"datatype":"INT32","data":[1,2]}]}"#, None).contains("2 data elements, the shape needs 3"));
+        assert!(msg(r#"{"inputs":[{"name":"t","shape":[1],"datatype":"INT32","data":[1,2]}]}"#, None).contains("more data elements"));
+        assert!(msg(r#"{"inputs":[{"name":"t","shape":[1],"datatype":"INT8","data":[300]}]}"#, None).contains("not a valid INT8"));
+        assert!(msg(r#"{"inputs":[{"name":"t","shape":[1],"datatype":"BYTES","data":[3]}]}"#, None).contains("not a valid BYTES"));
+        assert!(msg(r#"{"inputs":[{"name":"t","shape":[-1],"datatype":"BYTES","data":[]}]}"#, None).contains("negative"));
+        let head = r#"{"inputs":[{"name":"t","shape":[1],"datatype":"FP32","parameters":{"binary_data_size":4}}]}"#;
+        let body = format!("{head}abcdXY");
+        assert!(msg(&body, Some(head.len())).contains("2 bytes of binary data follow"));
+        assert!(msg(&body[..head.len() + 2], Some(head.len())).contains("more than the 2 binary bytes"));
+    }
+
+    #[test]
+    fn responses_put_binary_outputs_after_the_json() {
+        let response = InferResponse {
+            model_name: "m".into(),
+            model_version: "1".into(),
+            id: String::new(),
+            outputs: vec![
+                OutputTensor { name: "a".into(), shape: vec![1, 2], data: OutputData::Fp32(vec![1.0, 2.0]), binary: true },
+                OutputTensor { name: "b".into(), shape: vec![1], data: OutputData::Bytes(vec![b"x".to_vec()]), binary: false },
+            ],
+        };
+        let (body, n) = encode_response(&response);
+        let n = n.unwrap();
+        let head: Value = serde_json::from_slice(&body[..n]).unwrap();
+        assert_eq!(head["outputs"][0]["parameters"]["binary_data_size"], 8);
+        assert_eq!(head["outputs"][1]["data"], json!(["x"]));
+        assert_eq!(&body[n..], [1.0f32.to_le_bytes(), 2.0f32.to_le_bytes()].concat());
+    }
+}

@@ -1,0 +1,36 @@
+//! trt-serve: a KServe v2 / Triton-protocol inference server over trt-nlp's
+//! backends, with tokenization inside. `trt serve` (trt-cli) runs it.
+//!
+//! | layer | module | what it does |
+//! |---|---|---|
+//! | front ends | [`http`] | KServe v2 REST routes (axum), binary tensor extension header, `/metrics` |
+//! | | [`grpc`] | `inference.GRPCInferenceService` (tonic; `proto/inference.proto` compiled by protox) |
+//! | protocol | [`kserve`] | transport-independent requests and responses, JSON and binary tensor codecs, classification extension |
+//! | | [`service`] | what each protocol method does, shared by both front ends |
+//! | | [`error`] | the one mapping of errors to HTTP status, gRPC code and metrics reason |
+//! | | [`limits`] | body, element, text and queue bounds checked at the edge |
+//! | models | [`repository`] | Triton's repository layout, version policy, load / unload, atomic version switch with drain |
+//! | | [`config`] | `config.pbtxt` (protobuf text format) parsed and checked |
+//! | | [`dispatch`] | admission, queue timeout and execution for one version |
+//! | | [`text_model`] | texts → tokens → backend → outputs (and the pooled `embedding`) |
+//! | | [`metrics`] | Prometheus metrics under Triton's names |
+//! | process | [`server`] | listeners, graceful shutdown on Ctrl-C / SIGTERM |
+//!
+//! Dependencies point down the table; the backends (TensorRT, ONNX Runtime)
+//! are reached only through trt-nlp's `Backend` trait.
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod dispatch;
+pub mod error;
+pub mod grpc;
+pub mod http;
+pub mod kserve;
+pub mod limits;
+pub mod metrics;
+pub mod repository;
+pub mod server;
+pub mod service;
+pub mod text_model;
+
+pub use error::{ServeError, ServeResult};

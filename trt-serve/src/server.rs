@@ -1,0 +1,108 @@
+//! Binds the three listeners (HTTP, gRPC, metrics), serves until a shutdown
+//! signal, then stops accepting, lets requests in flight finish, and unloads
+//! every model (draining each).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+use crate::service::Service;
+
+/// Where the server listens (port 0: any free port).
+#[derive(Debug, Clone)]
+pub struct Ports {
+    /// KServe v2 REST.
+    pub http: SocketAddr,
+    /// KServe v2 gRPC.
+    pub grpc: SocketAddr,
+    /// Prometheus `/metrics`.
+    pub metrics: SocketAddr,
+}
+
+/// The bound addresses, known before serving starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    /// HTTP.
+    pub http: SocketAddr,
+    /// gRPC.
+    pub grpc: SocketAddr,
+    /// Metrics.
+    pub metrics: SocketAddr,
+}
+
+/// Listeners bound and ready to serve.
+#[derive(Debug)]
+pub struct Listeners {
+    http: TcpListener,
+    grpc: TcpListener,
+    metrics: TcpListener,
+}
+
+async fn bind(addr: SocketAddr, what: &str) -> std::io::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen for {what} on {addr}: {e}")))
+}
+
+impl Listeners {
+    /// Binds all three.
+    pub async fn bind(ports: &Ports) -> std::io::Result<Self> {
+        Ok(Listeners { http: bind(ports.http, "HTTP").await?, grpc: bind(ports.grpc, "gRPC").await?, metrics: bind(ports.metrics, "metrics").await? })
+    }
+
+    /// The addresses actually bound.
+    pub fn addresses(&self) -> std::io::Result<Bound> {
+        Ok(Bound { http: self.http.local_addr()?, grpc: self.grpc.local_addr()?, metrics: self.metrics.local_addr()? })
+    }
+
+    /// Serves `service` until `shutdown` completes, then drains and unloads.
+    pub async fn serve(self, service: Arc<Service>, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let stopped = move || {
+            let mut rx = rx.clone();
+            async move {
+                let _ = rx.wait_for(|&s| s).await;
+            }
+        };
+        let http = axum::serve(self.http, crate::http::router(service.clone())).with_graceful_shutdown(stopped());
+        let metrics = axum::serve(self.metrics, crate::http::metrics_router(service.clone())).with_graceful_shutdown(stopped());
+        let grpc = tonic::transport::Server::builder()
+            .add_service(crate::grpc::server(service.clone()))
+            .serve_with_incoming_shutdown(tonic::transport::server::TcpIncoming::from(self.grpc).with_nodelay(Some(true)), stopped());
+        let trigger = async move {
+            shutdown.await;
+            log::info!("shutting down: no new connections; requests in flight finish");
+            let _ = tx.send(true);
+        };
+        let (_, h, g, m) = tokio::join!(trigger, http, grpc, metrics);
+        service.repository.shutdown().await;
+        h?;
+        m?;
+        g.map_err(std::io::Error::other)?;
+        Ok(())
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

@@ -1,0 +1,210 @@
+//! What each KServe v2 method does, whichever front end (HTTP or gRPC)
+//! received it: the front ends only decode, call one of these, and encode.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::config::ModelConfig;
+use crate::error::{ServeError, ServeResult};
+use crate::kserve::{classification, Elements, InferRequest, InferResponse, OutputData, OutputTensor};
+use crate::metrics::Metrics;
+use crate::repository::{IndexEntry, Repository};
+use crate::text_model::text_input;
+
+/// The server's name in its metadata.
+pub const SERVER_NAME: &str = "trt-serve";
+
+/// The protocol extensions implemented (server metadata lists them).
+pub const EXTENSIONS: [&str; 5] = ["classification", "binary_tensor_data", "model_repository", "schedule_policy", "model_configuration"];
+
+/// A tensor's metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorMetadata {
+    /// Name.
+    pub name: String,
+    /// KServe datatype.
+    pub datatype: &'static str,
+    /// Shape with the batch dimension (-1) first when the model batches.
+    pub shape: Vec<i64>,
+}
+
+/// A model's metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelMetadata {
+    /// Name.
+    pub name: String,
+    /// Ready versions.
+    pub versions: Vec<String>,
+    /// Platform string.
+    pub platform: &'static str,
+    /// Inputs.
+    pub inputs: Vec<TensorMetadata>,
+    /// Outputs.
+    pub outputs: Vec<TensorMetadata>,
+}
+
+/// The server's state, shared by both front ends.
+#[derive(Debug)]
+pub struct Service {
+    /// The model repository.
+    pub repository: Arc<Repository>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+}
+
+impl Service {
+    /// Liveness: the process answers.
+    pub fn live(&self) -> bool {
+        true
+    }
+
+    /// Readiness: every loaded model has a ready version.
+    pub fn ready(&self) -> bool {
+        self.repository.all_ready()
+    }
+
+    /// Whether the version (or the model's latest) answers requests.
+    pub fn model_ready(&self, name: &str, version: Option<&str>) -> bool {
+        self.repository.resolve(name, version).is_ok()
+    }
+
+    /// Model metadata, for the version asked for or the model.
+    pub fn model_metadata(&self, name: &str, version: Option<&str>) -> ServeResult<ModelMetadata> {
+        let (config, versions) = match version.filter(|v| !v.is_empty()) {
+            Some(_) => {
+                let v = self.repository.resolve(name, version)?;
+                (v.config.clone(), vec![v.version])
+            }
+            None => self.repository.model_info(name)?,
+        };
+        let batch = |dims: &[i64]| -> Vec<i64> {
+            if config.max_batch_size > 0 { std::iter::once(-1).chain(dims.iter().copied()).collect() } else { dims.to_vec() }
+        };
+        let meta = |t: &crate::config::TensorConfig| TensorMetadata { name: t.name.clone(), datatype: t.data_type.wire_name(), shape: batch(&t.dims) };
+        Ok(ModelMetadata {
+            name: config.name.clone(),
+            versions: versions.iter().map(u64::to_string).collect(),
+            platform: config.platform.as_str(),
+            inputs: config.inputs.iter().map(meta).collect(),
+            outputs: config.outputs.iter().map(meta).collect(),
+        })
+    }
+
+    /// The model's config.
+    pub fn model_config(&self, name: &str, version: Option<&str>) -> ServeResult<Arc<ModelConfig>> {
+        match version.filter(|v| !v.is_empty()) {
+            Some(_) => Ok(self.repository.resolve(name, version)?.config.clone()),
+            None => Ok(self.repository.model_info(name)?.0),
+        }
+    }
+
+    /// The repository index.
+    pub fn index(&self, ready_only: bool) -> Vec<IndexEntry> {
+        self.repository.index(ready_only)
+    }
+
+    /// Loads or reloads a model.
+    pub async fn load(&self, name: &str) -> ServeResult<()> {
+        self.repository.load(name).await
+    }
+
+    /// Unloads a model (after its requests in flight finish).
+    pub async fn unload(&self, name: &str) -> ServeResult<()> {
+        self.repository.unload(name).await
+    }
+
+    /// Runs an inference request; `binary_outputs` says whether outputs go
+    /// back in binary by default (HTTP: the request's `binary_data_output`).
+    pub async fn infer(&self, name: &str, version: Option<&str>, request: InferRequest) -> ServeResult<InferResponse> {
+        let started = Instant::now();
+        let served = self.repository.resolve(name, version)?;
+        let v = served.version.to_string();
+        let labels = [name, v.as_str()];
+        let m = &self.metrics;
+        m.pending_requests.with_label_values(&labels).inc();
+        let result = self.infer_on(&served, request).await;
+        m.pending_requests.with_label_values(&labels).dec();
+        match &result {
+            Ok((_, ran_rows, ran)) => {
+                m.request_success.with_label_values(&labels).inc();
+                m.inference_count.with_label_values(&labels).inc_by(*ran_rows as u64);
+                m.exec_count.with_label_values(&labels).inc();
+                m.queue_duration_us.with_label_values(&labels).inc_by(ran.queue.as_micros() as u64);
+                m.compute_infer_duration_us.with_label_values(&labels).inc_by(ran.compute.as_micros() as u64);
+                m.tokenize_duration_us.with_label_values(&labels).inc_by(ran.tokenize.as_micros() as u64);
+                m.request_duration_us.with_label_values(&labels).inc_by(started.elapsed().as_micros() as u64);
+            }
+            Err(e) => m.request_failure.with_label_values(&[name, v.as_str(), e.failure_reason()]).inc(),
+        }
+        result.map(|(r, _, _)| r)
+    }
+
+    async fn infer_on(
+        &self,
+        served: &crate::repository::ServedVersion,
+        request: InferRequest,
+    ) -> ServeResult<(InferResponse, usize, crate::dispatch::Ran)> {
+        let config = &served.config;
+        let limits = self.repository.limits();
+        let text_name = text_input(config)?;
+        let mut texts = None;
+        for input in request.inputs {
+            if input.name != text_name {
+                return Err(ServeError::invalid(format!("unknown input '{}' for model '{}' (it takes '{text_name}')", input.name, config.name)));
+            }
+            if texts.is_some() {
+                return Err(ServeError::invalid(format!("input '{text_name}' is given twice")));
+            }
+            let Elements::Bytes(elems) = input.data else {
+                return Err(ServeError::invalid(format!(
+                    "input '{text_name}' has datatype {}, the model expects BYTES",
+                    input.datatype.as_str()
+                )));
+            };
+            if input.shape.len() != 2 || input.shape[1] != 1 {
+                return Err(ServeError::invalid(format!("input '{text_name}' has shape {:?}, the model expects [-1, 1]", input.shape)));
+            }
+            if input.shape[0] == 0 {
+                return Err(ServeError::invalid(format!("input '{text_name}' has no rows")));
+            }
+            let mut strings = Vec::with_capacity(elems.len());
+            for (i, e) in elems.into_iter().enumerate() {
+                if e.len() > limits.max_text_bytes {
+                    return Err(ServeError::TooLarge(format!(
+                        "input '{text_name}': text {i} has {} bytes, more than the limit of {}",
+                        e.len(),
+                        limits.max_text_bytes
+                    )));
+                }
+                strings.push(String::from_utf8(e).map_err(|_| ServeError::invalid(format!("input '{text_name}': text {i} is not UTF-8")))?);
+            }
+            texts = Some(strings);
+        }
+        let texts = texts.ok_or_else(|| ServeError::invalid(format!("the request has no input '{text_name}'")))?;
+        // Which outputs, in which encoding, checked before any work is done.
+        let model = served.dispatcher.model();
+        let wanted: Vec<(String, bool, Option<usize>)> = if request.outputs.is_empty() {
+            model.outputs().iter().map(|o| (o.name.clone(), request.binary_data_output, None)).collect()
+        } else {
+            request.outputs.iter().map(|o| (o.name.clone(), o.binary || request.binary_data_output, o.classification)).collect()
+        };
+        for (name, _, _) in &wanted {
+            if !model.outputs().iter().any(|o| &o.name == name) {
+                return Err(ServeError::invalid(format!("unknown output '{name}' of model '{}'", config.name)));
+            }
+        }
+        let ran = served.dispatcher.run(texts, request.priority, request.timeout_us).await?;
+        let mut outputs = Vec::with_capacity(wanted.len());
+        for (name, binary, classify) in wanted {
+            let (_, shape, values) = ran.tensors.iter().find(|(n, _, _)| *n == name).expect("every exposed output was computed");
+            let (shape, data) = match classify {
+                Some(k) => classification::classify(&name, values, shape, k, Some(model.labels()))?,
+                None => (shape.clone(), OutputData::Fp32(values.clone())),
+            };
+            outputs.push(OutputTensor { name, shape, data, binary });
+        }
+        let response = InferResponse { model_name: config.name.clone(), model_version: served.version.to_string(), id: request.id, outputs };
+        let rows = ran.batch_rows;
+        Ok((response, rows, ran))
+    }
+}

@@ -1,0 +1,245 @@
+//! A text model: texts in, the engine's outputs (and a derived, pooled
+//! `embedding`) out, one row per text. The server tokenizes; the backend
+//! (TensorRT or ONNX Runtime, behind trt-nlp's [`Backend`]) runs the tokens.
+//!
+//! What the config declares decides what is exposed: every `output` entry
+//! names an engine output, except `embedding`, which is computed from the
+//! engine's `[batch, seq, hidden]` output with the model folder's pooling
+//! (mean by default) and L2-normalised where the folder says so.
+//!
+//! Rank-3 outputs come back padded to the longest text of the batch that ran
+//! them; pooled and rank-2 outputs do not depend on the batch.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ndarray::{Array2, ArrayViewD, Ix3};
+use trt_nlp::{l2_normalize, Backend, BatchLayout, Labels, OutputView, Outputs, Pooling, TokenizerPipeline};
+
+use crate::config::{ConfigDataType, ModelConfig};
+use crate::error::{ServeError, ServeResult};
+
+/// The name of the derived, pooled output.
+pub const EMBEDDING: &str = "embedding";
+
+/// Where an exposed output comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    /// The engine output of that name.
+    Engine(String),
+    /// Pooled from the engine output of that name (`[batch, seq, hidden]`).
+    Pooled(String),
+}
+
+/// An output the model exposes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExposedOutput {
+    /// Its name in the protocol.
+    pub name: String,
+    source: Source,
+}
+
+/// The outputs of one batch: per exposed output, its full shape and values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchOutputs {
+    /// `(name, shape with the batch first, row-major values)`, in config order.
+    pub tensors: Vec<(String, Vec<usize>, Vec<f32>)>,
+    /// Time spent tokenizing.
+    pub tokenize: Duration,
+    /// Time the backend spent on the batch (tokenizing excluded).
+    pub compute: Duration,
+}
+
+impl BatchOutputs {
+    /// Rows `range` of every tensor (a request's share of a batch).
+    pub fn rows(&self, range: std::ops::Range<usize>) -> Vec<(String, Vec<usize>, Vec<f32>)> {
+        self.tensors
+            .iter()
+            .map(|(name, shape, values)| {
+                let per_row: usize = shape[1..].iter().product();
+                let mut s = shape.clone();
+                s[0] = range.len();
+                (name.clone(), s, values[range.start * per_row..range.end * per_row].to_vec())
+            })
+            .collect()
+    }
+}
+
+/// A text model ready to run.
+pub struct TextModel {
+    backend: Arc<dyn Backend>,
+    pipeline: TokenizerPipeline,
+    labels: Labels,
+    pooling: Pooling,
+    normalize: bool,
+    outputs: Vec<ExposedOutput>,
+}
+
+impl std::fmt::Debug for TextModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextModel").field("backend", &self.backend.name()).field("outputs", &self.outputs).finish()
+    }
+}
+
+/// The text input's name in a config: the one `TYPE_STRING` input with `dims: [1]`.
+pub fn text_input(config: &ModelConfig) -> ServeResult<&str> {
+    match config.inputs.as_slice() {
+        [t] if t.data_type == ConfigDataType::String && t.dims == [1] => Ok(&t.name),
+        _ => Err(ServeError::invalid(format!(
+            "model '{}': trt serve serves text models, whose config declares one input \
+             {{ name: \"text\" data_type: TYPE_STRING dims: [ 1 ] }}",
+            config.name
+        ))),
+    }
+}
+
+impl TextModel {
+    /// A model over `backend`, exposing the outputs `config` declares.
+    pub fn new(
+        config: &ModelConfig,
+        backend: Arc<dyn Backend>,
+        pipeline: TokenizerPipeline,
+        labels: Labels,
+        pooling: Pooling,
+        normalize: bool,
+    ) -> ServeResult<Self> {
+        text_input(config)?;
+        let layout = backend.layout();
+        let mut outputs = Vec::new();
+        for o in &config.outputs {
+            if o.data_type != ConfigDataType::Fp32 {
+                return Err(ServeError::invalid(format!(
+                    "output '{}': data_type {} is not served (outputs are TYPE_FP32)",
+                    o.name,
+                    o.data_type.config_name()
+                )));
+            }
+            let source = if o.name == EMBEDDING && !layout.outputs.iter().any(|e| e.name == EMBEDDING) {
+                let hidden = layout.output_of_rank(3).ok_or_else(|| {
+                    ServeError::invalid(format!("output '{EMBEDDING}' needs a [batch, seq, hidden] engine output; the model has none"))
+                })?;
+                Source::Pooled(hidden.name.clone())
+            } else {
+                let spec = layout.outputs.iter().find(|e| e.name == o.name).ok_or_else(|| {
+                    let names: Vec<_> = layout.outputs.iter().map(|e| e.name.as_str()).collect();
+                    ServeError::invalid(format!("output '{}' is not an output of the model (it has {names:?}, and '{EMBEDDING}')", o.name))
+                })?;
+                if spec.rank != o.dims.len() + 1 {
+                    return Err(ServeError::invalid(format!(
+                        "output '{}': dims {:?} do not match the engine's rank {} (batch included)",
+                        o.name, o.dims, spec.rank
+                    )));
+                }
+                Source::Engine(o.name.clone())
+            };
+            outputs.push(ExposedOutput { name: o.name.clone(), source });
+        }
+        Ok(TextModel { backend, pipeline, labels, pooling, normalize, outputs })
+    }
+
+    /// The backend's name (`onnxruntime`, `tensorrt`).
+    pub fn backend_name(&self) -> &str {
+        self.backend.name()
+    }
+
+    /// Largest batch the backend runs at once.
+    pub fn max_batch(&self) -> usize {
+        self.backend.layout().max_batch.max(1)
+    }
+
+    /// Longest sequence the backend takes (longer texts are truncated).
+    pub fn max_seq(&self) -> usize {
+        self.backend.layout().max_seq.max(1)
+    }
+
+    /// Batches that can run at once.
+    pub fn instances(&self) -> usize {
+        self.backend.instances().max(1)
+    }
+
+    /// Class names (the classification extension's labels).
+    pub fn labels(&self) -> &Labels {
+        &self.labels
+    }
+
+    /// The outputs exposed, in config order.
+    pub fn outputs(&self) -> &[ExposedOutput] {
+        &self.outputs
+    }
+
+    /// Runs `texts` (at most [`max_batch`](Self::max_batch); fewer than the
+    /// backend's minimum are padded with empty texts, whose rows are dropped).
+    pub fn run<S: AsRef<str> + Sync>(&self, texts: &[S]) -> ServeResult<BatchOutputs> {
+        let layout = self.backend.layout();
+        if texts.is_empty() || texts.len() > self.max_batch() {
+            return Err(ServeError::Internal(format!("batch of {} texts outside 1..={}", texts.len(), self.max_batch())));
+        }
+        let real = texts.len();
+        let mut padded: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
+        if padded.len() < layout.min_batch {
+            padded.resize(layout.min_batch, "");
+        }
+        let mut tokenize = Duration::ZERO;
+        let mut result = Vec::with_capacity(self.outputs.len());
+        let started = Instant::now();
+        let pipeline = &self.pipeline;
+        self.backend.run(
+            &mut |batch| {
+                let t = Instant::now();
+                let l = pipeline.encode_into(&padded, batch);
+                tokenize = t.elapsed();
+                l
+            },
+            &mut |l: &BatchLayout, outs: &Outputs<'_>| {
+                result = self.collect(real, l, outs)?;
+                Ok(())
+            },
+        )?;
+        let compute = started.elapsed().saturating_sub(tokenize);
+        Ok(BatchOutputs { tensors: result, tokenize, compute })
+    }
+
+    fn collect(&self, real: usize, layout: &BatchLayout, outs: &Outputs<'_>) -> trt_nlp::Result<Vec<(String, Vec<usize>, Vec<f32>)>> {
+        let mut tensors = Vec::with_capacity(self.outputs.len());
+        for o in &self.outputs {
+            let (shape, values) = match &o.source {
+                Source::Engine(name) => {
+                    let all = outs.get(name)?.to_f32();
+                    let mut shape = all.shape().to_vec();
+                    shape[0] = real;
+                    let per_row: usize = shape[1..].iter().product();
+                    let values = all.as_slice().map(|s| s[..real * per_row].to_vec()).unwrap_or_else(|| {
+                        all.iter().take(real * per_row).copied().collect()
+                    });
+                    (shape, values)
+                }
+                Source::Pooled(name) => {
+                    let mask = mask_of(layout);
+                    let mut pooled = match outs.get(name)? {
+                        OutputView::F32(v) => self.pool(v.view(), mask.view())?,
+                        OutputView::F16(v) => self.pool(v.view(), mask.view())?,
+                        OutputView::BF16(v) => self.pool(v.view(), mask.view())?,
+                        _ => return Err(trt_nlp::Error::InvalidConfig(format!("output '{name}' has an element type pooling does not read"))),
+                    };
+                    if self.normalize {
+                        l2_normalize(pooled.view_mut());
+                    }
+                    let rows = pooled.slice(ndarray::s![..real, ..]);
+                    (rows.shape().to_vec(), rows.iter().copied().collect())
+                }
+            };
+            tensors.push((o.name.clone(), shape, values));
+        }
+        Ok(tensors)
+    }
+
+    fn pool<T: trt_nlp::FloatElement>(&self, hidden: ArrayViewD<'_, T>, mask: ndarray::ArrayView2<'_, i32>) -> trt_nlp::Result<Array2<f32>> {
+        let hidden = hidden.into_dimensionality::<Ix3>().map_err(|e| trt_nlp::Error::InvalidConfig(format!("hidden states: {e}")))?;
+        self.pooling.pool(hidden, mask)
+    }
+}
+
+/// The attention mask of a batch, from its row lengths.
+fn mask_of(layout: &BatchLayout) -> Array2<i32> {
+    Array2::from_shape_fn((layout.batch, layout.seq_len), |(r, c)| i32::from(c < layout.lengths[r]))
+}
