@@ -65,6 +65,8 @@ enum Command {
     Quantize(cmd::quantize::Args),
     /// Run two ONNX models on the same inputs and compare their outputs.
     Compare(cmd::compare::Args),
+    /// Serve a Triton-layout model repository over KServe v2 HTTP and gRPC.
+    Serve(cmd::serve::Args),
 }
 
 /// TensorRT's messages on stderr, for `-v`.
@@ -114,6 +116,7 @@ fn main() -> ExitCode {
         Command::Convert(a) => cmd::convert::run(a),
         Command::Quantize(a) => cmd::quantize::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Serve(a) => cmd::serve::run(a, cli.verbose),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

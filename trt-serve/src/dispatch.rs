@@ -15,13 +15,13 @@ use tokio::sync::Semaphore;
 use crate::config::{ModelConfig, TimeoutAction};
 use crate::error::{ServeError, ServeResult};
 use crate::limits::Limits;
-use crate::text_model::TextModel;
+use crate::text_model::{RowsTensor, TextModel};
 
 /// What a request got back, and where its time went.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ran {
-    /// `(name, shape, values)` per exposed output, the request's rows only.
-    pub tensors: Vec<(String, Vec<usize>, Vec<f32>)>,
+    /// Every exposed output, the request's rows only.
+    pub tensors: Vec<RowsTensor>,
     /// Waiting for a free instance.
     pub queue: Duration,
     /// Tokenizing.

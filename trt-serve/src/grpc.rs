@@ -217,7 +217,7 @@ impl GrpcInferenceService for Grpc {
             .outputs
             .into_iter()
             .map(|o| {
-                raw.push(o.data.to_raw().into());
+                raw.push(o.data.to_raw());
                 model_infer_response::InferOutputTensor {
                     name: o.name,
                     datatype: o.data.datatype().as_str().into(),

@@ -13,6 +13,7 @@
 //! | | [`config`] | `config.pbtxt` (protobuf text format) parsed and checked |
 //! | | [`dispatch`] | admission, queue timeout and execution for one version |
 //! | | [`text_model`] | texts → tokens → backend → outputs (and the pooled `embedding`) |
+//! | | [`loader`] | a version folder opened through trt-nlp (model folder, backend for the platform, tokenizer) |
 //! | | [`metrics`] | Prometheus metrics under Triton's names |
 //! | process | [`server`] | listeners, graceful shutdown on Ctrl-C / SIGTERM |
 //!
@@ -27,6 +28,7 @@ pub mod grpc;
 pub mod http;
 pub mod kserve;
 pub mod limits;
+pub mod loader;
 pub mod metrics;
 pub mod repository;
 pub mod server;

@@ -106,3 +106,32 @@ pub async fn shutdown_signal() {
         _ = term => {}
     }
 }
+
+/// Everything `trt serve` needs to run.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The model repository.
+    pub repository: std::path::PathBuf,
+    /// Listen addresses.
+    pub ports: Ports,
+    /// Limits.
+    pub limits: crate::limits::Limits,
+    /// How versions are opened.
+    pub loader: crate::loader::NlpLoader,
+}
+
+/// Runs the server on its own runtime until Ctrl-C or SIGTERM: binds, loads
+/// every model, calls `on_ready` with the bound addresses, serves, drains.
+pub fn run(options: ServeOptions, on_ready: impl FnOnce(Bound)) -> Result<(), crate::ServeError> {
+    let io = |e: std::io::Error| crate::ServeError::Unavailable(e.to_string());
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(io)?;
+    runtime.block_on(async move {
+        let listeners = Listeners::bind(&options.ports).await.map_err(io)?;
+        let bound = listeners.addresses().map_err(io)?;
+        let repository = Arc::new(crate::repository::Repository::new(&options.repository, options.limits, Arc::new(options.loader))?);
+        repository.load_all().await;
+        let service = Arc::new(Service { repository, metrics: Arc::new(crate::metrics::Metrics::new()) });
+        on_ready(bound);
+        listeners.serve(service, shutdown_signal()).await.map_err(io)
+    })
+}

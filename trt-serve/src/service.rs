@@ -196,10 +196,10 @@ impl Service {
         let ran = served.dispatcher.run(texts, request.priority, request.timeout_us).await?;
         let mut outputs = Vec::with_capacity(wanted.len());
         for (name, binary, classify) in wanted {
-            let (_, shape, values) = ran.tensors.iter().find(|(n, _, _)| *n == name).expect("every exposed output was computed");
+            let t = ran.tensors.iter().find(|t| t.name == name).expect("every exposed output was computed");
             let (shape, data) = match classify {
-                Some(k) => classification::classify(&name, values, shape, k, Some(model.labels()))?,
-                None => (shape.clone(), OutputData::Fp32(values.clone())),
+                Some(k) => classification::classify(&name, &t.values, &t.shape, k, Some(model.labels()))?,
+                None => (t.shape.clone(), OutputData::Fp32(t.values.clone())),
             };
             outputs.push(OutputTensor { name, shape, data, binary });
         }

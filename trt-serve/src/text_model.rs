@@ -39,11 +39,22 @@ pub struct ExposedOutput {
     source: Source,
 }
 
+/// One FP32 output of a batch (or of a request's rows of it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowsTensor {
+    /// Output name.
+    pub name: String,
+    /// Shape, the batch first.
+    pub shape: Vec<usize>,
+    /// Row-major values.
+    pub values: Vec<f32>,
+}
+
 /// The outputs of one batch: per exposed output, its full shape and values.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BatchOutputs {
-    /// `(name, shape with the batch first, row-major values)`, in config order.
-    pub tensors: Vec<(String, Vec<usize>, Vec<f32>)>,
+    /// In config order.
+    pub tensors: Vec<RowsTensor>,
     /// Time spent tokenizing.
     pub tokenize: Duration,
     /// Time the backend spent on the batch (tokenizing excluded).
@@ -52,14 +63,14 @@ pub struct BatchOutputs {
 
 impl BatchOutputs {
     /// Rows `range` of every tensor (a request's share of a batch).
-    pub fn rows(&self, range: std::ops::Range<usize>) -> Vec<(String, Vec<usize>, Vec<f32>)> {
+    pub fn rows(&self, range: std::ops::Range<usize>) -> Vec<RowsTensor> {
         self.tensors
             .iter()
-            .map(|(name, shape, values)| {
-                let per_row: usize = shape[1..].iter().product();
-                let mut s = shape.clone();
-                s[0] = range.len();
-                (name.clone(), s, values[range.start * per_row..range.end * per_row].to_vec())
+            .map(|t| {
+                let per_row: usize = t.shape[1..].iter().product();
+                let mut shape = t.shape.clone();
+                shape[0] = range.len();
+                RowsTensor { name: t.name.clone(), shape, values: t.values[range.start * per_row..range.end * per_row].to_vec() }
             })
             .collect()
     }
@@ -199,7 +210,7 @@ impl TextModel {
         Ok(BatchOutputs { tensors: result, tokenize, compute })
     }
 
-    fn collect(&self, real: usize, layout: &BatchLayout, outs: &Outputs<'_>) -> trt_nlp::Result<Vec<(String, Vec<usize>, Vec<f32>)>> {
+    fn collect(&self, real: usize, layout: &BatchLayout, outs: &Outputs<'_>) -> trt_nlp::Result<Vec<RowsTensor>> {
         let mut tensors = Vec::with_capacity(self.outputs.len());
         for o in &self.outputs {
             let (shape, values) = match &o.source {
@@ -228,7 +239,7 @@ impl TextModel {
                     (rows.shape().to_vec(), rows.iter().copied().collect())
                 }
             };
-            tensors.push((o.name.clone(), shape, values));
+            tensors.push(RowsTensor { name: o.name.clone(), shape, values });
         }
         Ok(tensors)
     }

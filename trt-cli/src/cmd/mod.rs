@@ -8,4 +8,5 @@ pub mod demo;
 pub mod inspect;
 pub mod nlp;
 pub mod quantize;
+pub mod serve;
 pub mod tokenize;

@@ -1,0 +1,110 @@
+//! `trt serve --model-repository DIR`: the KServe v2 / Triton-protocol server
+//! (HTTP, gRPC, Prometheus metrics) of trt-serve, on loopback by default.
+//!
+//! Once every model is loaded it prints one line on stdout,
+//! `trt serve: http=ADDR grpc=ADDR metrics=ADDR`, with the ports actually
+//! bound (port 0 picks a free one), and serves until Ctrl-C or SIGTERM, when
+//! it stops accepting, lets requests in flight finish and exits 0.
+
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use trt_serve::limits::Limits;
+use trt_serve::loader::NlpLoader;
+use trt_serve::server::{Ports, ServeOptions};
+
+use crate::error::{CliError, Result};
+
+/// Arguments of `trt serve`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The model repository: DIR/<model>/config.pbtxt and DIR/<model>/<version>/model.onnx or model.plan.
+    #[arg(long, value_name = "DIR")]
+    pub model_repository: PathBuf,
+
+    /// Address to listen on (loopback unless you choose otherwise).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+
+    /// KServe v2 REST port (0: any free port).
+    #[arg(long, default_value_t = 8000)]
+    pub http_port: u16,
+
+    /// KServe v2 gRPC port (0: any free port).
+    #[arg(long, default_value_t = 8001)]
+    pub grpc_port: u16,
+
+    /// Prometheus /metrics port (0: any free port).
+    #[arg(long, default_value_t = 8002)]
+    pub metrics_port: u16,
+
+    /// ONNX Runtime intra-op threads per session (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+
+    /// Tokenizer threads per model [default: one per core, at most 8].
+    #[arg(long)]
+    pub tokenizer_threads: Option<usize>,
+
+    /// Largest request body (HTTP) or message (gRPC), in bytes.
+    #[arg(long, default_value_t = Limits::default().max_body_bytes)]
+    pub max_request_bytes: usize,
+
+    /// Longest text, in bytes.
+    #[arg(long, default_value_t = Limits::default().max_text_bytes)]
+    pub max_text_bytes: usize,
+
+    /// Most requests waiting per model version (when its config sets no max_queue_size).
+    #[arg(long, default_value_t = Limits::default().max_queue)]
+    pub max_queue: usize,
+
+    /// Seconds an unload or version switch waits for requests in flight.
+    #[arg(long, default_value_t = Limits::default().drain_timeout.as_secs())]
+    pub drain_seconds: u64,
+}
+
+/// Server logs (the `log` facade) on stderr.
+struct StderrLog(log::LevelFilter);
+
+impl log::Log for StderrLog {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= self.0
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            eprintln!("[{} {}] {}", r.level(), r.target(), r.args());
+        }
+    }
+    fn flush(&self) {}
+}
+
+/// Runs the server; `verbose` raises the log level (info by default).
+pub fn run(a: Args, verbose: u8) -> Result<()> {
+    let level = if verbose > 1 { log::LevelFilter::Debug } else { log::LevelFilter::Info };
+    if log::set_logger(Box::leak(Box::new(StderrLog(level)))).is_ok() {
+        log::set_max_level(level);
+    }
+    let mut loader = NlpLoader::default();
+    loader.backend.onnxruntime.intra_threads = a.threads;
+    loader.tokenizer.threads = a.tokenizer_threads;
+    let limits = Limits {
+        max_body_bytes: a.max_request_bytes,
+        max_tensor_elements: Limits::default().max_tensor_elements,
+        max_text_bytes: a.max_text_bytes,
+        max_queue: a.max_queue,
+        drain_timeout: Duration::from_secs(a.drain_seconds),
+    };
+    let ports = Ports {
+        http: SocketAddr::new(a.host, a.http_port),
+        grpc: SocketAddr::new(a.host, a.grpc_port),
+        metrics: SocketAddr::new(a.host, a.metrics_port),
+    };
+    let options = ServeOptions { repository: a.model_repository, ports, limits, loader };
+    trt_serve::server::run(options, |bound| {
+        println!("trt serve: http={} grpc={} metrics={}", bound.http, bound.grpc, bound.metrics);
+        let _ = std::io::stdout().flush();
+    })
+    .map_err(|e| CliError::new(e.to_string()))
+}

@@ -1,0 +1,65 @@
+//! Opens a model version through trt-nlp's public API: the model folder's
+//! files ([`ModelFolder`]: tokenizer, labels, pooling), the backend the
+//! config's platform names ([`trt_nlp::backend::open`]), and a tokenizer
+//! pipeline sized to what the backend accepts.
+//!
+//! The tokenizer files may sit in the version folder (a version with its own
+//! vocabulary) or, more usually, in the model folder beside `config.pbtxt`.
+
+use std::path::Path;
+
+use trt_nlp::backend::{BackendChoice, BackendOptions};
+use trt_nlp::{HelperOptions, ModelFolder};
+
+use crate::config::{ModelConfig, Platform};
+use crate::error::{ServeError, ServeResult};
+use crate::repository::VersionLoader;
+use crate::text_model::{text_input, TextModel};
+
+/// The loader `trt serve` uses: trt-nlp's TensorRT and ONNX Runtime backends.
+#[derive(Debug, Clone, Default)]
+pub struct NlpLoader {
+    /// Backend settings (threads per ONNX Runtime session, engine cache, ...);
+    /// batch size and instance count come from each model's config.
+    pub backend: BackendOptions,
+    /// Tokenizer settings (threads, padding bucket).
+    pub tokenizer: HelperOptions,
+}
+
+impl VersionLoader for NlpLoader {
+    fn load(&self, config: &ModelConfig, model_dir: &Path, version_dir: &Path) -> ServeResult<TextModel> {
+        text_input(config)?;
+        if config.max_batch_size == 0 {
+            return Err(ServeError::invalid(format!(
+                "model '{}': max_batch_size 0 is not served; text inputs are [batch, 1], so set max_batch_size to 1 or more",
+                config.name
+            )));
+        }
+        let file = version_dir.join(config.platform.default_filename());
+        if !file.is_file() {
+            return Err(ServeError::NotFound(format!("{} is missing", file.display())));
+        }
+        let files_dir = if version_dir.join("tokenizer.json").is_file() { version_dir } else { model_dir };
+        let folder = ModelFolder::with_model(files_dir.to_path_buf(), file, None).map_err(|e| ServeError::invalid(e.to_string()))?;
+        let mut options = self.backend.clone();
+        options.onnxruntime.sessions = config.instance_count;
+        options.onnxruntime.max_batch = config.max_batch_size;
+        options.contexts = config.instance_count;
+        let choice = match config.platform {
+            Platform::TensorRtPlan => BackendChoice::TensorRt,
+            Platform::OnnxRuntimeOnnx => BackendChoice::OnnxRuntime,
+        };
+        let backend = folder.backend(choice, &options).map_err(|e| {
+            ServeError::Unavailable(format!("the {} backend cannot run this model here: {e}", config.platform.backend_name()))
+        })?;
+        let layout = backend.layout();
+        if layout.max_batch < config.max_batch_size {
+            return Err(ServeError::invalid(format!(
+                "max_batch_size {} is more than the model accepts ({})",
+                config.max_batch_size, layout.max_batch
+            )));
+        }
+        let pipeline = self.tokenizer.pipeline(&folder.tokenizer, layout).map_err(|e| ServeError::invalid(e.to_string()))?;
+        TextModel::new(config, backend, pipeline, folder.labels, folder.pooling, folder.normalize)
+    }
+}
