@@ -169,7 +169,7 @@ impl Repository {
     pub async fn load_all(&self) {
         for name in self.model_names_on_disk() {
             if let Err(e) = self.load(&name).await {
-                log::error!("model '{name}': {e}");
+                log::error!("{e}");
             }
         }
     }

@@ -1,0 +1,118 @@
+//! A model repository in Triton's layout around the default model, and a
+//! `trt serve` process on 127.0.0.1 with ephemeral ports, for the serving
+//! tests and the load benchmark. The process is killed when the guard drops.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A text model's config.pbtxt: `outputs` are `(name, dims)`, `extra` is appended.
+pub fn text_config(platform: &str, max_batch: usize, outputs: &[(&str, &str)], extra: &str) -> String {
+    let outs: Vec<String> = outputs.iter().map(|(n, d)| format!("  {{ name: \"{n}\" data_type: TYPE_FP32 dims: [ {d} ] }}")).collect();
+    format!(
+        "platform: \"{platform}\"\nmax_batch_size: {max_batch}\ninput [ {{ name: \"text\" data_type: TYPE_STRING dims: [ 1 ] }} ]\noutput [\n{}\n]\n{extra}\n",
+        outs.join(",\n")
+    )
+}
+
+/// Lays out `ROOT/<name>/config.pbtxt`, its tokenizer files, and version 1
+/// holding `model_file` (a symlink to the default model's, or the bytes given).
+pub fn add_model(root: &Path, name: &str, config: &str, minilm: &Path, model_file: (&str, Option<&[u8]>)) {
+    let dir = root.join(name);
+    std::fs::create_dir_all(dir.join("1")).unwrap();
+    std::fs::write(dir.join("config.pbtxt"), config).unwrap();
+    for f in ["tokenizer.json", "config.json"] {
+        std::fs::copy(minilm.join(f), dir.join(f)).unwrap();
+    }
+    let target = dir.join("1").join(model_file.0);
+    match model_file.1 {
+        Some(bytes) => std::fs::write(target, bytes).unwrap(),
+        None => std::os::unix::fs::symlink(minilm.join("model.onnx").canonicalize().unwrap(), target).unwrap(),
+    }
+}
+
+/// A running `trt serve` and the addresses it printed.
+pub struct Server {
+    child: Option<Child>,
+    /// `host:port` of the HTTP, gRPC and metrics listeners.
+    pub http: String,
+    pub grpc: String,
+    pub metrics: String,
+}
+
+impl Server {
+    /// Starts `trt` (`binary`) serving `repo` with `extra` flags; waits (at
+    /// most `ready_within`) for the line that says every model is loaded.
+    pub fn start(binary: &Path, repo: &Path, extra: &[&str], ready_within: Duration) -> Server {
+        let mut child = Command::new(binary)
+            .args(["serve", "--model-repository"])
+            .arg(repo)
+            .args(["--host", "127.0.0.1", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("trt serve starts");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            if let Some(Ok(line)) = lines.next() {
+                let _ = tx.send(line);
+            }
+            for _ in lines {} // keep the pipe drained
+        });
+        let mut server = Server { child: Some(child), http: String::new(), grpc: String::new(), metrics: String::new() };
+        let line = rx.recv_timeout(ready_within).unwrap_or_else(|_| panic!("trt serve printed no ready line within {ready_within:?}"));
+        let field = |key: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(key))
+                .unwrap_or_else(|| panic!("no {key} in {line:?}"))
+                .to_string()
+        };
+        server.http = field("http=");
+        server.grpc = field("grpc=");
+        server.metrics = field("metrics=");
+        server
+    }
+
+    /// SIGTERM, then the exit status (killed after `within`).
+    pub fn terminate(mut self, within: Duration) -> ExitStatus {
+        let mut child = self.child.take().unwrap();
+        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        wait_bounded(&mut child, within).unwrap_or_else(|| {
+            let _ = child.kill();
+            panic!("trt serve did not exit within {within:?} of SIGTERM")
+        })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Waits for `child` at most `within`.
+pub fn wait_bounded(child: &mut Child, within: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// The default model folder (`.deps/models/minilm`).
+pub fn minilm(deps: &Path) -> PathBuf {
+    let p = deps.join("models").join("minilm");
+    assert!(p.join("model.onnx").is_file(), "{} is missing: run scripts/setup first", p.display());
+    p
+}
