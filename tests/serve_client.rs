@@ -4,7 +4,8 @@
 //! ephemeral ports, over ONNX Runtime and the default model laid out as a
 //! Triton repository (a classifier, an embedder, a TensorRT plan that cannot
 //! run here, a model whose version switches under traffic, one with a queue
-//! of one request). Bounded: the server must be ready within 120 s, the
+//! of one request); `embed` batches dynamically, `embed_direct` runs each
+//! request on its own, so both paths are checked against the reference. Bounded: the server must be ready within 120 s, the
 //! client finish within 300 s, the server exit within 30 s of SIGTERM.
 
 mod common;
@@ -31,8 +32,9 @@ fn tritonclient_drives_trt_serve() {
     let root = repo.path();
     let batching = "dynamic_batching { preferred_batch_size: [ 4, 8 ] max_queue_delay_microseconds: 2000 }";
     add_model(root, "minilm", &text_config("onnxruntime_onnx", 8, &[("logits", "2")], batching), &minilm, ("model.onnx", None));
-    let embed = text_config("onnxruntime_onnx", 8, &[("embedding", "384"), ("last_hidden_state", "-1, 384")], "");
-    add_model(root, "embed", &embed, &minilm, ("model.onnx", None));
+    let embed_outputs = [("embedding", "384"), ("last_hidden_state", "-1, 384")];
+    add_model(root, "embed", &text_config("onnxruntime_onnx", 8, &embed_outputs, batching), &minilm, ("model.onnx", None));
+    add_model(root, "embed_direct", &text_config("onnxruntime_onnx", 8, &embed_outputs, ""), &minilm, ("model.onnx", None));
     let plan = text_config("tensorrt_plan", 8, &[("logits", "2")], "");
     add_model(root, "plan", &plan, &minilm, ("model.plan", Some(b"not a plan: TensorRT cannot execute here anyway")));
     add_model(root, "switch", &text_config("onnxruntime_onnx", 4, &[("logits", "2")], ""), &minilm, ("model.onnx", None));

@@ -148,10 +148,13 @@ r = H.infer("embed", [http_input()], outputs=[th.InferRequestedOutput("embedding
 emb = r.as_numpy("embedding")
 expect(emb.shape == (3, 384) and np.allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-5), emb.shape)
 expect(np.allclose(emb, REF_EMB, atol=1e-4), "embedding vs mean-pooled reference")
-r = G.infer("embed", [grpc_input()], outputs=[tg.InferRequestedOutput("embedding"), tg.InferRequestedOutput("last_hidden_state")])
-expect(np.allclose(r.as_numpy("embedding"), REF_EMB, atol=1e-4), "gRPC embedding")
-expect(r.as_numpy("last_hidden_state").shape[::2] == (3, 384), r.as_numpy("last_hidden_state").shape)
-ok("embedder: mean-pooled L2-normalised embedding matches the reference (HTTP and gRPC)")
+longest = max(len(e.ids) for e in tok.encode_batch(TEXTS))
+for model in ["embed", "embed_direct"]:
+    r = G.infer(model, [grpc_input()], outputs=[tg.InferRequestedOutput("embedding"), tg.InferRequestedOutput("last_hidden_state")])
+    expect(np.allclose(r.as_numpy("embedding"), REF_EMB, atol=1e-4), f"{model}: gRPC embedding")
+    hs = r.as_numpy("last_hidden_state").shape
+    expect(hs[0] == 3 and hs[2] == 384 and hs[1] >= longest, f"{model}: last_hidden_state {hs}, longest text {longest} tokens")
+ok("embedder: mean-pooled L2-normalised embedding matches the reference, batched and direct (HTTP and gRPC)")
 
 # --- Classification extension.
 best = np.argmax(REF_LOGITS, axis=1)
@@ -165,6 +168,31 @@ for i, (row, b) in enumerate(zip(cls, best)):
 r = G.infer("minilm", [grpc_input()], outputs=[tg.InferRequestedOutput("logits", class_count=1)])
 expect([x[0].decode().split(":")[1] for x in r.as_numpy("logits")] == [str(b) for b in best], r.as_numpy("logits"))
 ok("classification extension: score:index:label, top class as the reference's (HTTP and gRPC)")
+
+# --- Dynamic batching: concurrent single-text requests share batches; timeouts apply.
+def metric_now(line_start):
+    text = urllib.request.urlopen(f"http://{args.metrics}/metrics", timeout=30).read().decode()
+    return sum(float(l.split()[-1]) for l in text.splitlines() if l.startswith(line_start))
+
+
+mv = '{model="minilm",version="1"}'
+count0, exec0 = metric_now("nv_inference_count" + mv), metric_now("nv_inference_exec_count" + mv)
+
+
+def single(i):
+    c = tg.InferenceServerClient(args.grpc)
+    t = TEXTS[i % len(TEXTS)]
+    return c.infer("minilm", [grpc_input(np.array([[t]], dtype=object))]).as_numpy("logits")[0], i % len(TEXTS)
+
+
+with cf.ThreadPoolExecutor(16) as pool:
+    results = list(pool.map(single, range(48), timeout=120))
+for logits, i in results:
+    expect(np.allclose(logits, REF_LOGITS[i], atol=1e-4), f"batched logits of text {i}")
+rows, execs = metric_now("nv_inference_count" + mv) - count0, metric_now("nv_inference_exec_count" + mv) - exec0
+expect(rows == 48 and 0 < execs < rows, f"{rows} inferences in {execs} executions")
+expect_error(lambda: H.infer("minilm", [http_input()], timeout=1), 503, "timed out", "queue timeout of 1 us")
+ok(f"dynamic batching: 48 concurrent single-text requests ran in {execs:.0f} batches, each row as the reference; a 1 us timeout answers 503")
 
 # --- Malformed requests: 4xx naming the problem, and the server still answers.
 host, port = args.http.split(":")

@@ -1,18 +1,24 @@
-//! How one model version's requests reach its backend: admission (a bounded
-//! number of requests pending; over it the answer is 503 at once), the queue
-//! timeout of Triton's schedule-policy extension, and execution off the async
-//! runtime (backends block).
+//! How one model version's requests reach its backend.
 //!
-//! Each request runs as one batch of its own rows; the backend's instances
-//! (`instance_group` count) bound how many run at once.
+//! | config | path | batches |
+//! |---|---|---|
+//! | `dynamic_batching { ... }` | trt-nlp's [`Scheduler`]: texts tokenized at submit, batches cut across requests by size, delay, preferred sizes and length | rows of many requests |
+//! | none | each request on its own, as Triton's default scheduler does | one request's rows |
+//!
+//! Both bound what waits (over the bound the answer is 503 at once, never an
+//! unbounded queue) and apply the schedule-policy extension's `timeout`
+//! (microseconds in the queue) and, with dynamic batching, `priority`
+//! (Triton's levels: 1 is the highest, 0 the config's default level).
+//! Backends block, so execution never runs on the async runtime's threads.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
+use trt_nlp::batching::{BatchingConfig, MetricsSnapshot, Request, RequestError, Scheduler, SubmitError};
 
-use crate::config::{ModelConfig, TimeoutAction};
+use crate::config::{DynamicBatching, ModelConfig, TimeoutAction};
 use crate::error::{ServeError, ServeResult};
 use crate::limits::Limits;
 use crate::text_model::{RowsTensor, TextModel};
@@ -22,33 +28,69 @@ use crate::text_model::{RowsTensor, TextModel};
 pub struct Ran {
     /// Every exposed output, the request's rows only.
     pub tensors: Vec<RowsTensor>,
-    /// Waiting for a free instance.
+    /// Waiting for a batch to start.
     pub queue: Duration,
     /// Tokenizing.
     pub tokenize: Duration,
-    /// The backend's run.
+    /// The backend's time on the batch(es).
     pub compute: Duration,
-    /// Rows in the batch that ran it (its own and, when batched, others').
-    pub batch_rows: usize,
+    /// Batches run for it on the direct path (the scheduler counts its own).
+    pub executions: u64,
 }
 
-/// The queue policy a version applies.
+/// The queue policy of Triton's schedule-policy extension, resolved.
 #[derive(Debug, Clone)]
 struct Policy {
-    max_pending: usize,
     default_timeout: Option<Duration>,
     allow_timeout_override: bool,
     enforce_timeouts: bool,
 }
 
+impl Policy {
+    fn of(db: Option<&DynamicBatching>) -> Self {
+        let q = db.map(|d| d.default_queue_policy.clone()).unwrap_or_default();
+        Policy {
+            default_timeout: q.default_timeout,
+            // With no default timeout there is nothing to override: a request's own applies.
+            allow_timeout_override: q.allow_timeout_override || q.default_timeout.is_none(),
+            enforce_timeouts: q.timeout_action == TimeoutAction::Reject,
+        }
+    }
+
+    /// The queue timeout of a request whose `timeout` parameter is `timeout_us`.
+    fn timeout(&self, timeout_us: Option<u64>) -> Option<Duration> {
+        match timeout_us {
+            Some(us) if self.allow_timeout_override && us > 0 => Some(Duration::from_micros(us)),
+            _ => self.default_timeout,
+        }
+        .filter(|_| self.enforce_timeouts)
+    }
+}
+
+enum Path {
+    /// One request, one batch; `slots` are the backend's instances.
+    Direct { slots: Arc<Semaphore>, max_pending: usize },
+    /// trt-nlp's dynamic batcher; `levels` is Triton's `priority_levels`.
+    Batched { scheduler: Scheduler, levels: usize, default_level: usize },
+}
+
 /// Admission and execution for one model version.
-#[derive(Debug)]
 pub struct Dispatcher {
     model: Arc<TextModel>,
     label: String,
-    slots: Arc<Semaphore>,
     pending: Arc<AtomicUsize>,
     policy: Policy,
+    path: Path,
+}
+
+impl std::fmt::Debug for Dispatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = match self.path {
+            Path::Direct { .. } => "direct",
+            Path::Batched { .. } => "dynamic batching",
+        };
+        f.debug_struct("Dispatcher").field("label", &self.label).field("path", &path).finish_non_exhaustive()
+    }
 }
 
 /// Decrements the pending count however the request ends.
@@ -60,25 +102,55 @@ impl Drop for PendingGuard {
     }
 }
 
+fn submit_error(label: &str, e: SubmitError) -> ServeError {
+    match e {
+        SubmitError::Overloaded { .. } => ServeError::Unavailable(format!("{label} is overloaded: {e}")),
+        SubmitError::ShuttingDown => ServeError::Unavailable(format!("{label} is shutting down")),
+        SubmitError::DeadlineExceeded => ServeError::Unavailable(format!("{label}: request timed out before it was queued")),
+        SubmitError::TooManyRows { .. } => ServeError::TooLarge(format!("{label}: {e}")),
+        other => ServeError::invalid(format!("{label}: {other}")),
+    }
+}
+
+fn request_error(label: &str, e: RequestError) -> ServeError {
+    match e {
+        RequestError::DeadlineExceeded { .. } => ServeError::Unavailable(format!("{label}: request timed out in the queue ({e})")),
+        RequestError::Cancelled => ServeError::Unavailable(format!("{label}: request cancelled")),
+        other => ServeError::Internal(format!("{label}: {other}")),
+    }
+}
+
 impl Dispatcher {
     /// A dispatcher for `model`, configured from `config` and `limits`;
     /// `label` names the version in messages (`model 'm' version 1`).
-    pub fn new(model: Arc<TextModel>, config: &ModelConfig, limits: &Limits, label: String) -> Self {
-        let instances = model.instances();
-        let queue = config.dynamic_batching.as_ref().map(|d| d.default_queue_policy.clone()).unwrap_or_default();
-        let max_queue = if queue.max_queue_size > 0 { queue.max_queue_size.min(limits.max_queue) } else { limits.max_queue };
-        Dispatcher {
-            model,
-            label,
-            slots: Arc::new(Semaphore::new(instances)),
-            pending: Arc::new(AtomicUsize::new(0)),
-            policy: Policy {
-                max_pending: max_queue + instances,
-                default_timeout: queue.default_timeout,
-                allow_timeout_override: queue.allow_timeout_override || queue.default_timeout.is_none(),
-                enforce_timeouts: queue.timeout_action == TimeoutAction::Reject,
-            },
-        }
+    pub fn new(model: Arc<TextModel>, config: &ModelConfig, limits: &Limits, label: String) -> ServeResult<Self> {
+        let db = config.dynamic_batching.as_ref();
+        let max_queue = match db.map(|d| d.default_queue_policy.max_queue_size) {
+            Some(n) if n > 0 => n.min(limits.max_queue),
+            _ => limits.max_queue,
+        };
+        let path = match db {
+            None => Path::Direct { slots: Arc::new(Semaphore::new(model.instances())), max_pending: max_queue + model.instances() },
+            Some(db) => {
+                let levels = db.priority_levels.max(1) as usize;
+                let default_level = (db.default_priority_level.max(1) as usize).min(levels);
+                let policy = Policy::of(Some(db));
+                let mut bc = BatchingConfig::default();
+                bc.max_batch_size = config.max_batch_size.min(model.max_batch());
+                bc.max_queue_delay = db.max_queue_delay;
+                bc.preferred_batch_sizes = db.preferred_batch_size.clone();
+                // Triton bounds requests; the scheduler bounds rows: a request has at most max_batch_size rows.
+                bc.max_queue_size = max_queue.saturating_mul(bc.max_batch_size).max(bc.max_batch_size);
+                bc.priority_levels = levels;
+                bc.default_priority = default_level - 1;
+                bc.default_timeout = policy.default_timeout.filter(|_| policy.enforce_timeouts);
+                bc.workers = Some(config.instance_count.max(1));
+                let scheduler = Scheduler::new(model.backend().clone(), model.pipeline().clone(), bc)
+                    .map_err(|e| ServeError::invalid(format!("dynamic_batching: {e}")))?;
+                Path::Batched { scheduler, levels, default_level }
+            }
+        };
+        Ok(Dispatcher { model, label, pending: Arc::new(AtomicUsize::new(0)), policy: Policy::of(db), path })
     }
 
     /// The model it runs.
@@ -91,9 +163,17 @@ impl Dispatcher {
         self.pending.load(Ordering::Acquire)
     }
 
-    /// Runs `texts` as one request; `timeout_us` is the request's `timeout`
-    /// parameter (microseconds in the queue before it is rejected).
-    pub async fn run(&self, texts: Vec<String>, _priority: u64, timeout_us: Option<u64>) -> ServeResult<Ran> {
+    /// The scheduler's counters, with dynamic batching.
+    pub fn batching_metrics(&self) -> Option<MetricsSnapshot> {
+        match &self.path {
+            Path::Batched { scheduler, .. } => Some(scheduler.metrics()),
+            Path::Direct { .. } => None,
+        }
+    }
+
+    /// Runs `texts` as one request with Triton's `priority` and `timeout`
+    /// (microseconds) parameters.
+    pub async fn run(&self, texts: Vec<String>, priority: u64, timeout_us: Option<u64>) -> ServeResult<Ran> {
         let max_batch = self.model.max_batch();
         if texts.len() > max_batch {
             return Err(ServeError::invalid(format!(
@@ -102,21 +182,47 @@ impl Dispatcher {
                 texts.len()
             )));
         }
-        let before = self.pending.fetch_add(1, Ordering::AcqRel);
+        self.pending.fetch_add(1, Ordering::AcqRel);
         let _guard = PendingGuard(self.pending.clone());
-        if before >= self.policy.max_pending {
+        let timeout = self.policy.timeout(timeout_us);
+        match &self.path {
+            Path::Direct { slots, max_pending } => self.run_direct(slots, *max_pending, texts, timeout).await,
+            Path::Batched { scheduler, levels, default_level } => {
+                // Triton: levels 1..=priority_levels, 1 first; 0 or out of range: the default.
+                let level = match priority as usize {
+                    p if (1..=*levels).contains(&p) => p,
+                    _ => *default_level,
+                };
+                let mut request = Request::texts(texts).priority(level - 1);
+                if let Some(t) = timeout {
+                    request = request.timeout(t);
+                }
+                // Tokenizing happens in submit, on this thread: short for the
+                // few texts a request carries, and it keeps the row lengths
+                // known to the batcher from the start.
+                let t = Instant::now();
+                let handle = scheduler.submit(request).map_err(|e| submit_error(&self.label, e))?;
+                let tokenize = t.elapsed();
+                let response = handle.await.map_err(|e| request_error(&self.label, e))?;
+                let rows = response.rows();
+                let queue = rows.iter().map(|r| r.queue_time).max().unwrap_or_default();
+                let compute = rows.iter().map(|r| r.compute_time).max().unwrap_or_default();
+                Ok(Ran { tensors: self.model.assemble(rows)?, queue, tokenize, compute, executions: 0 })
+            }
+        }
+    }
+
+    async fn run_direct(&self, slots: &Arc<Semaphore>, max_pending: usize, texts: Vec<String>, timeout: Option<Duration>) -> ServeResult<Ran> {
+        let pending = self.pending();
+        if pending > max_pending {
             return Err(ServeError::Unavailable(format!(
-                "{} is overloaded: {before} requests pending, the limit is {}",
-                self.label, self.policy.max_pending
+                "{} is overloaded: {} requests pending, the limit is {max_pending}",
+                self.label,
+                pending - 1
             )));
         }
-        let timeout = match timeout_us {
-            Some(us) if self.policy.allow_timeout_override => Some(Duration::from_micros(us)),
-            _ => self.policy.default_timeout,
-        }
-        .filter(|_| self.policy.enforce_timeouts);
         let queued = Instant::now();
-        let acquire = self.slots.clone().acquire_owned();
+        let acquire = slots.clone().acquire_owned();
         let permit = match timeout {
             Some(t) => tokio::time::timeout(t, acquire)
                 .await
@@ -126,13 +232,12 @@ impl Dispatcher {
         .map_err(|_| ServeError::Unavailable(format!("{} is shutting down", self.label)))?;
         let queue = queued.elapsed();
         let model = self.model.clone();
-        let rows = texts.len();
         let out = tokio::task::spawn_blocking(move || {
             let _permit = permit;
             model.run(&texts)
         })
         .await
         .map_err(|e| ServeError::Internal(format!("the batch's worker failed: {e}")))??;
-        Ok(Ran { tensors: out.tensors, queue, tokenize: out.tokenize, compute: out.compute, batch_rows: rows })
+        Ok(Ran { tensors: out.tensors, queue, tokenize: out.tokenize, compute: out.compute, executions: 1 })
     }
 }

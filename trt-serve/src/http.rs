@@ -49,7 +49,7 @@ pub fn metrics_router(service: Arc<Service>) -> Router {
         .route(
             "/metrics",
             get(|State(s): Shared| async move {
-                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.metrics.render())
+                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.metrics_text())
             }),
         )
         .with_state(service)

@@ -301,7 +301,7 @@ impl Repository {
             name: name.to_string(),
             version,
             config: config.clone(),
-            dispatcher: Dispatcher::new(Arc::new(model), config, &self.limits, label),
+            dispatcher: Dispatcher::new(Arc::new(model), config, &self.limits, label)?,
         })
     }
 

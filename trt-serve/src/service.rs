@@ -98,6 +98,19 @@ impl Service {
         }
     }
 
+    /// The Prometheus text of every metric, batch executions of the
+    /// dynamic batchers brought up to date first.
+    pub fn metrics_text(&self) -> String {
+        for v in self.repository.served() {
+            if let Some(snap) = v.dispatcher.batching_metrics() {
+                let c = self.metrics.exec_count.with_label_values(&[v.name.as_str(), v.version.to_string().as_str()]);
+                // The scheduler's count only grows; the counter follows it.
+                c.inc_by(snap.executions.saturating_sub(c.get()));
+            }
+        }
+        self.metrics.render()
+    }
+
     /// The repository index.
     pub fn index(&self, ready_only: bool) -> Vec<IndexEntry> {
         self.repository.index(ready_only)
@@ -125,10 +138,11 @@ impl Service {
         let result = self.infer_on(&served, request).await;
         m.pending_requests.with_label_values(&labels).dec();
         match &result {
-            Ok((_, ran_rows, ran)) => {
+            Ok((_, rows, ran)) => {
                 m.request_success.with_label_values(&labels).inc();
-                m.inference_count.with_label_values(&labels).inc_by(*ran_rows as u64);
-                m.exec_count.with_label_values(&labels).inc();
+                m.inference_count.with_label_values(&labels).inc_by(*rows as u64);
+                // With dynamic batching the scheduler counts executions (see Service::metrics_text).
+                m.exec_count.with_label_values(&labels).inc_by(ran.executions);
                 m.queue_duration_us.with_label_values(&labels).inc_by(ran.queue.as_micros() as u64);
                 m.compute_infer_duration_us.with_label_values(&labels).inc_by(ran.compute.as_micros() as u64);
                 m.tokenize_duration_us.with_label_values(&labels).inc_by(ran.tokenize.as_micros() as u64);
@@ -193,6 +207,7 @@ impl Service {
                 return Err(ServeError::invalid(format!("unknown output '{name}' of model '{}'", config.name)));
             }
         }
+        let rows = texts.len();
         let ran = served.dispatcher.run(texts, request.priority, request.timeout_us).await?;
         let mut outputs = Vec::with_capacity(wanted.len());
         for (name, binary, classify) in wanted {
@@ -204,7 +219,6 @@ impl Service {
             outputs.push(OutputTensor { name, shape, data, binary });
         }
         let response = InferResponse { model_name: config.name.clone(), model_version: served.version.to_string(), id: request.id, outputs };
-        let rows = ran.batch_rows;
         Ok((response, rows, ran))
     }
 }

@@ -13,7 +13,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ndarray::{Array2, ArrayViewD, Ix3};
+use ndarray::{Array2, ArrayD, ArrayViewD, Axis, Ix3};
+use trt_nlp::batching::RowResult;
 use trt_nlp::{l2_normalize, Backend, BatchLayout, Labels, OutputView, Outputs, Pooling, TokenizerPipeline};
 
 use crate::config::{ConfigDataType, ModelConfig};
@@ -79,7 +80,7 @@ impl BatchOutputs {
 /// A text model ready to run.
 pub struct TextModel {
     backend: Arc<dyn Backend>,
-    pipeline: TokenizerPipeline,
+    pipeline: Arc<TokenizerPipeline>,
     labels: Labels,
     pooling: Pooling,
     normalize: bool,
@@ -145,7 +146,17 @@ impl TextModel {
             };
             outputs.push(ExposedOutput { name: o.name.clone(), source });
         }
-        Ok(TextModel { backend, pipeline, labels, pooling, normalize, outputs })
+        Ok(TextModel { backend, pipeline: Arc::new(pipeline), labels, pooling, normalize, outputs })
+    }
+
+    /// The backend (for the batching scheduler).
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    /// The tokenizer pipeline (for the batching scheduler).
+    pub fn pipeline(&self) -> &Arc<TokenizerPipeline> {
+        &self.pipeline
     }
 
     /// The backend's name (`onnxruntime`, `tensorrt`).
@@ -244,10 +255,65 @@ impl TextModel {
         Ok(tensors)
     }
 
+    /// A request's exposed outputs from its rows as the batching scheduler
+    /// returns them (batch axis removed, sequence axis cut to each row's
+    /// length): rows stacked, rank-3 outputs zero-padded to the request's
+    /// longest row, `embedding` pooled per row.
+    pub fn assemble(&self, rows: &[RowResult]) -> ServeResult<Vec<RowsTensor>> {
+        let missing = |name: &str| ServeError::Internal(format!("the scheduler returned no output '{name}'"));
+        let mut tensors = Vec::with_capacity(self.outputs.len());
+        for o in &self.outputs {
+            let per_row: Vec<ArrayD<f32>> = match &o.source {
+                Source::Engine(name) => rows.iter().map(|r| r.output(name).cloned().ok_or_else(|| missing(name))).collect::<ServeResult<_>>()?,
+                Source::Pooled(name) => rows
+                    .iter()
+                    .map(|r| {
+                        let hidden = r.output(name).ok_or_else(|| missing(name))?;
+                        let hidden = hidden.view().insert_axis(Axis(0));
+                        let mask = Array2::<i32>::ones((1, hidden.shape()[1]));
+                        let mut pooled = self.pool(hidden, mask.view())?;
+                        if self.normalize {
+                            l2_normalize(pooled.view_mut());
+                        }
+                        Ok(pooled.index_axis_move(Axis(0), 0).into_dyn())
+                    })
+                    .collect::<ServeResult<_>>()?,
+            };
+            tensors.push(stack_padded(&o.name, &per_row)?);
+        }
+        Ok(tensors)
+    }
+
     fn pool<T: trt_nlp::FloatElement>(&self, hidden: ArrayViewD<'_, T>, mask: ndarray::ArrayView2<'_, i32>) -> trt_nlp::Result<Array2<f32>> {
         let hidden = hidden.into_dimensionality::<Ix3>().map_err(|e| trt_nlp::Error::InvalidConfig(format!("hidden states: {e}")))?;
         self.pooling.pool(hidden, mask)
     }
+}
+
+/// Rows of one output stacked into `[rows, ...]`; a first axis that differs
+/// between rows (the sequence) is zero-padded to the longest.
+fn stack_padded(name: &str, rows: &[ArrayD<f32>]) -> ServeResult<RowsTensor> {
+    let first = rows.first().ok_or_else(|| ServeError::Internal("a request with no rows".into()))?;
+    let mut inner = first.shape().to_vec();
+    for r in rows {
+        if r.ndim() != inner.len() || r.shape().get(1..) != inner.get(1..) {
+            return Err(ServeError::Internal(format!("output '{name}': rows of shapes {:?} and {:?}", first.shape(), r.shape())));
+        }
+        if let Some(d) = inner.first_mut() {
+            *d = (*d).max(r.shape()[0]);
+        }
+    }
+    let per_row: usize = inner.iter().product();
+    let mut values = vec![0f32; rows.len() * per_row];
+    for (r, dst) in rows.iter().zip(values.chunks_exact_mut(per_row.max(1))) {
+        // Row-major: a shorter first axis fills the start of the row's slot.
+        for (d, v) in dst.iter_mut().zip(r.iter()) {
+            *d = *v;
+        }
+    }
+    let mut shape = vec![rows.len()];
+    shape.extend(inner);
+    Ok(RowsTensor { name: name.to_string(), shape, values })
 }
 
 /// The attention mask of a batch, from its row lengths.
