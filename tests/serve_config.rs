@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use trt_serve::config::{ConfigDataType, ModelConfig, Platform, TimeoutAction, VersionPolicy};
+use trt_serve::config::{DataType, ModelConfig, Platform, TimeoutAction, VersionPolicy};
 
 const CLASSIFIER: &str = r#"
 name: "minilm"
@@ -34,7 +34,7 @@ fn triton_fields_are_typed() {
     assert_eq!(c.platform, Platform::OnnxRuntimeOnnx);
     assert_eq!(c.max_batch_size, 32);
     assert_eq!(c.inputs[0].name, "text");
-    assert_eq!(c.inputs[0].data_type, ConfigDataType::String);
+    assert_eq!(c.inputs[0].data_type, DataType::Bytes);
     assert_eq!(c.inputs[0].dims, [1]);
     assert_eq!(c.outputs.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), ["logits", "embedding"]);
     let db = c.dynamic_batching.as_ref().unwrap();

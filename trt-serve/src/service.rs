@@ -80,7 +80,7 @@ impl Service {
         let batch = |dims: &[i64]| -> Vec<i64> {
             if config.max_batch_size > 0 { std::iter::once(-1).chain(dims.iter().copied()).collect() } else { dims.to_vec() }
         };
-        let meta = |t: &crate::config::TensorConfig| TensorMetadata { name: t.name.clone(), datatype: t.data_type.wire_name(), shape: batch(&t.dims) };
+        let meta = |t: &crate::config::TensorConfig| TensorMetadata { name: t.name.clone(), datatype: t.data_type.as_str(), shape: batch(&t.dims) };
         Ok(ModelMetadata {
             name: config.name.clone(),
             versions: versions.iter().map(u64::to_string).collect(),

@@ -17,7 +17,8 @@ use ndarray::{Array2, ArrayD, ArrayViewD, Axis, Ix3};
 use trt_nlp::batching::RowResult;
 use trt_nlp::{l2_normalize, Backend, BatchLayout, Labels, OutputView, Outputs, Pooling, TokenizerPipeline};
 
-use crate::config::{ConfigDataType, ModelConfig};
+use crate::config::ModelConfig;
+use crate::kserve::DataType;
 use crate::error::{ServeError, ServeResult};
 
 /// The name of the derived, pooled output.
@@ -96,7 +97,7 @@ impl std::fmt::Debug for TextModel {
 /// The text input's name in a config: the one `TYPE_STRING` input with `dims: [1]`.
 pub fn text_input(config: &ModelConfig) -> ServeResult<&str> {
     match config.inputs.as_slice() {
-        [t] if t.data_type == ConfigDataType::String && t.dims == [1] => Ok(&t.name),
+        [t] if t.data_type == DataType::Bytes && t.dims == [1] => Ok(&t.name),
         _ => Err(ServeError::invalid(format!(
             "model '{}': trt serve serves text models, whose config declares one input \
              {{ name: \"text\" data_type: TYPE_STRING dims: [ 1 ] }}",
@@ -119,7 +120,7 @@ impl TextModel {
         let layout = backend.layout();
         let mut outputs = Vec::new();
         for o in &config.outputs {
-            if o.data_type != ConfigDataType::Fp32 {
+            if o.data_type != DataType::Fp32 {
                 return Err(ServeError::invalid(format!(
                     "output '{}': data_type {} is not served (outputs are TYPE_FP32)",
                     o.name,

@@ -20,6 +20,8 @@ use std::time::Duration;
 
 use text_format::{Field, Message, Scalar, Value};
 
+pub use crate::kserve::DataType;
+
 /// A `config.pbtxt` that cannot be served: the line and field at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("config.pbtxt line {line}: {field}: {message}")]
@@ -68,75 +70,13 @@ impl Platform {
     }
 }
 
-/// Element types of Triton's model configuration (`TYPE_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub enum ConfigDataType {
-    Bool,
-    Uint8,
-    Uint16,
-    Uint32,
-    Uint64,
-    Int8,
-    Int16,
-    Int32,
-    Int64,
-    Fp16,
-    Fp32,
-    Fp64,
-    String,
-    Bf16,
-}
-
-const DATA_TYPES: [(&str, &str, ConfigDataType, i32); 14] = [
-    ("TYPE_BOOL", "BOOL", ConfigDataType::Bool, 1),
-    ("TYPE_UINT8", "UINT8", ConfigDataType::Uint8, 2),
-    ("TYPE_UINT16", "UINT16", ConfigDataType::Uint16, 3),
-    ("TYPE_UINT32", "UINT32", ConfigDataType::Uint32, 4),
-    ("TYPE_UINT64", "UINT64", ConfigDataType::Uint64, 5),
-    ("TYPE_INT8", "INT8", ConfigDataType::Int8, 6),
-    ("TYPE_INT16", "INT16", ConfigDataType::Int16, 7),
-    ("TYPE_INT32", "INT32", ConfigDataType::Int32, 8),
-    ("TYPE_INT64", "INT64", ConfigDataType::Int64, 9),
-    ("TYPE_FP16", "FP16", ConfigDataType::Fp16, 10),
-    ("TYPE_FP32", "FP32", ConfigDataType::Fp32, 11),
-    ("TYPE_FP64", "FP64", ConfigDataType::Fp64, 12),
-    ("TYPE_STRING", "BYTES", ConfigDataType::String, 13),
-    ("TYPE_BF16", "BF16", ConfigDataType::Bf16, 14),
-];
-
-impl ConfigDataType {
-    fn row(self) -> &'static (&'static str, &'static str, ConfigDataType, i32) {
-        DATA_TYPES.iter().find(|r| r.2 == self).expect("every variant has a row")
-    }
-
-    /// The config spelling (`TYPE_FP32`).
-    pub fn config_name(self) -> &'static str {
-        self.row().0
-    }
-
-    /// The KServe v2 tensor datatype (`FP32`, `BYTES`).
-    pub fn wire_name(self) -> &'static str {
-        self.row().1
-    }
-
-    /// The `inference.DataType` enum number.
-    pub fn proto_number(self) -> i32 {
-        self.row().3
-    }
-
-    fn from_config_name(name: &str) -> Option<Self> {
-        DATA_TYPES.iter().find(|r| r.0 == name).map(|r| r.2)
-    }
-}
-
 /// One `input` or `output` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TensorConfig {
     /// Name.
     pub name: String,
     /// Element type.
-    pub data_type: ConfigDataType,
+    pub data_type: DataType,
     /// Dimensions without the batch dimension (`-1` is dynamic).
     pub dims: Vec<i64>,
 }
@@ -428,7 +368,7 @@ impl Cx {
                     let path = format!("{kind}.data_type");
                     let v = self.ident(g, &path)?;
                     data_type = Some(
-                        ConfigDataType::from_config_name(&v)
+                        DataType::from_config_name(&v)
                             .ok_or_else(|| err(g.line, &path, format!("'{v}' is not a TYPE_* data type")))?,
                     );
                 }

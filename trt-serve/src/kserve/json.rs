@@ -20,6 +20,13 @@ fn obj<'a>(v: &'a Value, what: &str) -> ServeResult<&'a Map<String, Value>> {
     v.as_object().ok_or_else(|| ServeError::invalid(format!("{what} must be a JSON object")))
 }
 
+/// Entry `i` of the `list` array: an object with a `name` string.
+fn named<'a>(v: &'a Value, list: &str, i: usize) -> ServeResult<(&'a Map<String, Value>, String)> {
+    let t = obj(v, &format!("{list}[{i}]"))?;
+    let name = t.get("name").and_then(Value::as_str).ok_or_else(|| ServeError::invalid(format!("{list}[{i}] has no 'name' string")))?;
+    Ok((t, name.to_string()))
+}
+
 fn uint_param(params: &Map<String, Value>, key: &str) -> ServeResult<Option<u64>> {
     match params.get(key) {
         None => Ok(None),
@@ -127,12 +134,7 @@ pub fn decode_request(body: &[u8], header_length: Option<usize>, limits: &Limits
         return Err(ServeError::invalid("the request has no 'inputs' array"));
     };
     for (i, t) in list.iter().enumerate() {
-        let t = obj(t, &format!("inputs[{i}]"))?;
-        let name = t
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ServeError::invalid(format!("inputs[{i}] has no 'name' string")))?
-            .to_string();
+        let (t, name) = named(t, "inputs", i)?;
         let datatype = DataType::parse(
             t.get("datatype").and_then(Value::as_str).ok_or_else(|| ServeError::invalid(format!("input '{name}' has no 'datatype' string")))?,
         )?;
@@ -176,12 +178,7 @@ pub fn decode_request(body: &[u8], header_length: Option<usize>, limits: &Limits
     if let Some(v) = root.get("outputs") {
         let Value::Array(list) = v else { return Err(ServeError::invalid("'outputs' must be an array")) };
         for (i, o) in list.iter().enumerate() {
-            let o = obj(o, &format!("outputs[{i}]"))?;
-            let name = o
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| ServeError::invalid(format!("outputs[{i}] has no 'name' string")))?
-                .to_string();
+            let (o, name) = named(o, "outputs", i)?;
             let op = match o.get("parameters") {
                 Some(p) => obj(p, &format!("parameters of output '{name}'"))?,
                 None => &empty,

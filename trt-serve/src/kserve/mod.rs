@@ -13,7 +13,8 @@ pub mod json;
 use crate::error::{ServeError, ServeResult};
 use crate::limits::Limits;
 
-/// A KServe v2 tensor datatype.
+/// A tensor datatype: KServe v2's wire names (`FP32`, `BYTES`), which
+/// Triton's model configuration spells `TYPE_FP32`, `TYPE_STRING`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(missing_docs)]
 pub enum DataType {
@@ -33,40 +34,61 @@ pub enum DataType {
     Bytes,
 }
 
-const WIRE: [(&str, DataType, usize); 14] = [
-    ("BOOL", DataType::Bool, 1),
-    ("UINT8", DataType::Uint8, 1),
-    ("UINT16", DataType::Uint16, 2),
-    ("UINT32", DataType::Uint32, 4),
-    ("UINT64", DataType::Uint64, 8),
-    ("INT8", DataType::Int8, 1),
-    ("INT16", DataType::Int16, 2),
-    ("INT32", DataType::Int32, 4),
-    ("INT64", DataType::Int64, 8),
-    ("FP16", DataType::Fp16, 2),
-    ("FP32", DataType::Fp32, 4),
-    ("FP64", DataType::Fp64, 8),
-    ("BF16", DataType::Bf16, 2),
-    ("BYTES", DataType::Bytes, 0),
+/// `(wire name, config name, inference.DataType number, element size)`; size 0: variable.
+const TYPES: [(&str, &str, DataType, i32, usize); 14] = [
+    ("BOOL", "TYPE_BOOL", DataType::Bool, 1, 1),
+    ("UINT8", "TYPE_UINT8", DataType::Uint8, 2, 1),
+    ("UINT16", "TYPE_UINT16", DataType::Uint16, 3, 2),
+    ("UINT32", "TYPE_UINT32", DataType::Uint32, 4, 4),
+    ("UINT64", "TYPE_UINT64", DataType::Uint64, 5, 8),
+    ("INT8", "TYPE_INT8", DataType::Int8, 6, 1),
+    ("INT16", "TYPE_INT16", DataType::Int16, 7, 2),
+    ("INT32", "TYPE_INT32", DataType::Int32, 8, 4),
+    ("INT64", "TYPE_INT64", DataType::Int64, 9, 8),
+    ("FP16", "TYPE_FP16", DataType::Fp16, 10, 2),
+    ("FP32", "TYPE_FP32", DataType::Fp32, 11, 4),
+    ("FP64", "TYPE_FP64", DataType::Fp64, 12, 8),
+    ("BF16", "TYPE_BF16", DataType::Bf16, 14, 2),
+    ("BYTES", "TYPE_STRING", DataType::Bytes, 13, 0),
 ];
 
 impl DataType {
+    fn row(self) -> &'static (&'static str, &'static str, DataType, i32, usize) {
+        TYPES.iter().find(|r| r.2 == self).expect("every variant has a row")
+    }
+
     /// Parses the wire name (`FP32`, `BYTES`).
     pub fn parse(name: &str) -> ServeResult<Self> {
-        WIRE.iter()
+        TYPES
+            .iter()
             .find(|r| r.0 == name)
-            .map(|r| r.1)
+            .map(|r| r.2)
             .ok_or_else(|| ServeError::invalid(format!("unknown datatype '{name}'")))
+    }
+
+    /// Parses the config spelling (`TYPE_FP32`, `TYPE_STRING`).
+    pub fn from_config_name(name: &str) -> Option<Self> {
+        TYPES.iter().find(|r| r.1 == name).map(|r| r.2)
     }
 
     /// The wire name.
     pub fn as_str(self) -> &'static str {
-        WIRE.iter().find(|r| r.1 == self).expect("every variant has a row").0
+        self.row().0
+    }
+
+    /// The config spelling.
+    pub fn config_name(self) -> &'static str {
+        self.row().1
+    }
+
+    /// The `inference.DataType` enum number (model configuration messages).
+    pub fn proto_number(self) -> i32 {
+        self.row().3
     }
 
     /// Bytes per element (`None` for BYTES, whose elements vary).
     pub fn element_size(self) -> Option<usize> {
-        WIRE.iter().find(|r| r.1 == self).map(|r| r.2).filter(|&s| s > 0)
+        Some(self.row().4).filter(|&s| s > 0)
     }
 }
 
