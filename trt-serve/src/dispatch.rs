@@ -9,7 +9,9 @@
 //! unbounded queue) and apply the schedule-policy extension's `timeout`
 //! (microseconds in the queue) and, with dynamic batching, `priority`
 //! (Triton's levels: 1 is the highest, 0 the config's default level).
-//! Backends block, so execution never runs on the async runtime's threads.
+//! Backends block, so execution never runs on the async runtime's threads:
+//! the direct path has one long-lived thread per backend instance (as the
+//! scheduler has its workers), so a session always runs on the same thread.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -67,9 +69,57 @@ impl Policy {
     }
 }
 
+/// A job for a direct-path thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The direct path's threads, one per backend instance, fed through one
+/// channel; they end when the channel closes (the dispatcher drops).
+struct Runners {
+    jobs: std::sync::mpsc::Sender<Job>,
+}
+
+impl Runners {
+    fn new(count: usize, label: &str) -> ServeResult<Self> {
+        let (jobs, rx) = std::sync::mpsc::channel::<Job>();
+        let rx = Arc::new(std::sync::Mutex::new(rx));
+        for i in 0..count {
+            let rx = rx.clone();
+            std::thread::Builder::new()
+                .name(format!("trt-serve-run-{i}"))
+                .spawn(move || loop {
+                    // The lock is held only while taking a job, never while running one.
+                    let job = match rx.lock() {
+                        Ok(r) => r.recv(),
+                        Err(_) => return,
+                    };
+                    match job {
+                        Ok(job) => job(),
+                        Err(_) => return,
+                    }
+                })
+                .map_err(|e| ServeError::Internal(format!("{label}: cannot start a worker thread: {e}")))?;
+        }
+        Ok(Runners { jobs })
+    }
+
+    /// Runs `f` on a runner thread; a free one exists (the caller holds a slot).
+    async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> ServeResult<T> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+        });
+        self.jobs.send(job).map_err(|_| ServeError::Unavailable("the model's worker threads have stopped".into()))?;
+        match rx.await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(_)) => Err(ServeError::Internal("the backend panicked on this request".into())),
+            Err(_) => Err(ServeError::Internal("the worker thread ended before answering".into())),
+        }
+    }
+}
+
 enum Path {
-    /// One request, one batch; `slots` are the backend's instances.
-    Direct { slots: Arc<Semaphore>, max_pending: usize },
+    /// One request, one batch; `slots` are the backend's instances, `runners` their threads.
+    Direct { slots: Arc<Semaphore>, runners: Runners, max_pending: usize },
     /// trt-nlp's dynamic batcher; `levels` is Triton's `priority_levels`.
     Batched { scheduler: Scheduler, levels: usize, default_level: usize },
 }
@@ -130,7 +180,11 @@ impl Dispatcher {
             _ => limits.max_queue,
         };
         let path = match db {
-            None => Path::Direct { slots: Arc::new(Semaphore::new(model.instances())), max_pending: max_queue + model.instances() },
+            None => Path::Direct {
+                slots: Arc::new(Semaphore::new(model.instances())),
+                runners: Runners::new(model.instances(), &label)?,
+                max_pending: max_queue + model.instances(),
+            },
             Some(db) => {
                 let levels = db.priority_levels.max(1) as usize;
                 let default_level = (db.default_priority_level.max(1) as usize).min(levels);
@@ -186,7 +240,7 @@ impl Dispatcher {
         let _guard = PendingGuard(self.pending.clone());
         let timeout = self.policy.timeout(timeout_us);
         match &self.path {
-            Path::Direct { slots, max_pending } => self.run_direct(slots, *max_pending, texts, timeout).await,
+            Path::Direct { slots, runners, max_pending } => self.run_direct(slots, runners, *max_pending, texts, timeout).await,
             Path::Batched { scheduler, levels, default_level } => {
                 // Triton: levels 1..=priority_levels, 1 first; 0 or out of range: the default.
                 let level = match priority as usize {
@@ -212,7 +266,14 @@ impl Dispatcher {
         }
     }
 
-    async fn run_direct(&self, slots: &Arc<Semaphore>, max_pending: usize, texts: Vec<String>, timeout: Option<Duration>) -> ServeResult<Ran> {
+    async fn run_direct(
+        &self,
+        slots: &Arc<Semaphore>,
+        runners: &Runners,
+        max_pending: usize,
+        texts: Vec<String>,
+        timeout: Option<Duration>,
+    ) -> ServeResult<Ran> {
         let pending = self.pending();
         if pending > max_pending {
             return Err(ServeError::Unavailable(format!(
@@ -232,12 +293,12 @@ impl Dispatcher {
         .map_err(|_| ServeError::Unavailable(format!("{} is shutting down", self.label)))?;
         let queue = queued.elapsed();
         let model = self.model.clone();
-        let out = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            model.run(&texts)
-        })
-        .await
-        .map_err(|e| ServeError::Internal(format!("the batch's worker failed: {e}")))??;
+        let out = runners
+            .run(move || {
+                let _permit = permit;
+                model.run(&texts)
+            })
+            .await??;
         Ok(Ran { tensors: out.tensors, queue, tokenize: out.tokenize, compute: out.compute, executions: 1 })
     }
 }
