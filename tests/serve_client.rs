@@ -4,7 +4,7 @@
 //! ephemeral ports, over ONNX Runtime and the default model laid out as a
 //! Triton repository (a classifier, an embedder, a TensorRT plan that cannot
 //! run here, a model whose version switches under traffic, one with a queue
-//! of one request); `embed` batches dynamically, `embed_direct` runs each
+//! of four requests); `embed` batches dynamically, `embed_direct` runs each
 //! request on its own, so both paths are checked against the reference. Bounded: the server must be ready within 120 s, the
 //! client finish within 300 s, the server exit within 30 s of SIGTERM.
 
@@ -42,7 +42,7 @@ fn tritonclient_drives_trt_serve() {
         "onnxruntime_onnx",
         1,
         &[("logits", "2")],
-        "dynamic_batching { default_queue_policy { max_queue_size: 1 } }\ninstance_group [ { count: 1 } ]",
+        "dynamic_batching { default_queue_policy { max_queue_size: 4 } }\ninstance_group [ { count: 1 } ]",
     );
     add_model(root, "busy", &busy, &minilm, ("model.onnx", None));
 

@@ -191,8 +191,7 @@ for logits, i in results:
     expect(np.allclose(logits, REF_LOGITS[i], atol=1e-4), f"batched logits of text {i}")
 rows, execs = metric_now("nv_inference_count" + mv) - count0, metric_now("nv_inference_exec_count" + mv) - exec0
 expect(rows == 48 and 0 < execs < rows, f"{rows} inferences in {execs} executions")
-expect_error(lambda: H.infer("minilm", [http_input()], timeout=1), 503, "timed out", "queue timeout of 1 us")
-ok(f"dynamic batching: 48 concurrent single-text requests ran in {execs:.0f} batches, each row as the reference; a 1 us timeout answers 503")
+ok(f"dynamic batching: 48 concurrent single-text requests ran in {execs:.0f} batches, each row as the reference")
 
 # --- Malformed requests: 4xx naming the problem, and the server still answers.
 host, port = args.http.split(":")
@@ -326,6 +325,14 @@ with cf.ThreadPoolExecutor(16) as pool:
     http_outcomes = list(pool.map(one_http, range(16), timeout=120))
 expect(set(http_outcomes) <= {200, 503} and 503 in http_outcomes, http_outcomes)
 ok(f"overload: {rejected}/16 gRPC requests UNAVAILABLE at once, {http_outcomes.count(503)}/16 HTTP 503, the rest served")
+
+# Schedule-policy timeout: behind three long requests (one batch of one row each), 1 ms in the queue is too long.
+with cf.ThreadPoolExecutor(3) as pool:
+    ahead = [pool.submit(one, i) for i in range(3)]
+    time.sleep(0.05)
+    expect_error(lambda: H.infer("busy", [http_input(data=texts_np[:1])], timeout=1000), 503, "timed out", "queue timeout of 1 ms")
+    expect(all(f.result(timeout=60) == "ok" for f in ahead), [f.result() for f in ahead])
+ok("schedule-policy timeout: a request 1 ms in the queue behind a busy model answers 503")
 expect(H.is_server_live() and G.infer("busy", [grpc_input(texts_np[:1])]).as_numpy("logits").shape == (1, 2), "busy serves again")
 
 # --- Metrics under Triton's names.
