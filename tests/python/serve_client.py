@@ -114,7 +114,7 @@ ok("health and readiness (HTTP and gRPC)")
 # --- Server and model metadata, config.
 meta = H.get_server_metadata()
 expect(meta["name"] == "trt-serve", meta)
-for ext in ["binary_tensor_data", "classification", "model_repository", "schedule_policy"]:
+for ext in ["binary_tensor_data", "classification", "model_repository", "schedule_policy", "statistics"]:
     expect(ext in meta["extensions"], f"extension {ext} in {meta}")
 expect(list(G.get_server_metadata().extensions) == meta["extensions"], "gRPC server metadata")
 m = H.get_model_metadata("minilm")
@@ -345,5 +345,13 @@ expect(metric('nv_inference_request_failure{model="busy",reason="REJECTED",versi
 for name in ["nv_inference_count", "nv_inference_exec_count", "nv_inference_queue_duration_us", "nv_inference_compute_infer_duration_us", "trt_serve_tokenize_duration_us"]:
     expect(metric(name + '{model="minilm",version="1"}') > 0, name)
 ok("metrics at /metrics under Triton's names, tokenization time included")
+
+st = H.get_inference_statistics("minilm")["model_stats"][0]
+expect(st["version"] == "1" and 0 < st["execution_count"] <= st["inference_count"], st)
+expect(st["inference_stats"]["success"]["count"] >= 5 and st["inference_stats"]["compute_infer"]["ns"] > 0 and st["last_inference"] > 0, st)
+gst = G.get_inference_statistics("minilm", "1").model_stats[0]
+expect(gst.inference_count >= st["inference_count"] and gst.inference_stats.queue.count >= 5, gst)
+expect(len(H.get_inference_statistics()["model_stats"]) >= 5, "statistics of every served version")
+ok("statistics extension: per-version counts and durations (HTTP and gRPC)")
 expect(time.monotonic() < DEADLINE, "ran past the script's deadline")
 print("all checks passed", flush=True)

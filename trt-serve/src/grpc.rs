@@ -243,6 +243,33 @@ impl GrpcInferenceService for Grpc {
         Ok(Response::new(ModelConfigResponse { config: Some(config_proto(&c)) }))
     }
 
+    async fn model_statistics(&self, r: Request<ModelStatisticsRequest>) -> Reply<ModelStatisticsResponse> {
+        let r = r.into_inner();
+        let rows = self.service.statistics(opt(&r.name), opt(&r.version))?;
+        let d = |d: crate::service::Duration| Some(StatisticDuration { count: d.count, ns: d.ns });
+        let model_stats = rows
+            .into_iter()
+            .map(|s| proto::ModelStatistics {
+                name: s.name,
+                version: s.version,
+                last_inference: s.last_inference,
+                inference_count: s.inference_count,
+                execution_count: s.execution_count,
+                inference_stats: Some(InferStatistics {
+                    success: d(s.success),
+                    fail: d(s.fail),
+                    queue: d(s.queue),
+                    compute_input: d(s.compute_input),
+                    compute_infer: d(s.compute_infer),
+                    compute_output: d(s.compute_output),
+                    cache_hit: d(Default::default()),
+                    cache_miss: d(Default::default()),
+                }),
+            })
+            .collect();
+        Ok(Response::new(ModelStatisticsResponse { model_stats }))
+    }
+
     async fn repository_index(&self, r: Request<RepositoryIndexRequest>) -> Reply<RepositoryIndexResponse> {
         let r = r.into_inner();
         let models = self

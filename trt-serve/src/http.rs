@@ -33,6 +33,9 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/v2/models/{model}/versions/{version}/ready", get(model_ready_v))
         .route("/v2/models/{model}/config", get(model_config))
         .route("/v2/models/{model}/versions/{version}/config", get(model_config_v))
+        .route("/v2/models/stats", get(stats_all))
+        .route("/v2/models/{model}/stats", get(stats))
+        .route("/v2/models/{model}/versions/{version}/stats", get(stats_v))
         .route("/v2/models/{model}/infer", post(infer))
         .route("/v2/models/{model}/versions/{version}/infer", post(infer_v))
         .route("/v2/repository/index", post(index))
@@ -147,6 +150,38 @@ async fn model_config(State(s): Shared, Path(model): Path<String>) -> ServeResul
 async fn model_config_v(State(s): Shared, Path((model, version)): Path<(String, String)>) -> ServeResult<Json<Value>> {
     let c = s.model_config(&model, Some(&version))?;
     Ok(Json(config_json(&c)))
+}
+
+fn stats_json(rows: Vec<crate::service::VersionStatistics>) -> Json<Value> {
+    let d = |d: crate::service::Duration| json!({ "count": d.count, "ns": d.ns });
+    let rows: Vec<Value> = rows
+        .into_iter()
+        .map(|s| {
+            json!({
+                "name": s.name, "version": s.version, "last_inference": s.last_inference,
+                "inference_count": s.inference_count, "execution_count": s.execution_count,
+                "inference_stats": {
+                    "success": d(s.success), "fail": d(s.fail), "queue": d(s.queue),
+                    "compute_input": d(s.compute_input), "compute_infer": d(s.compute_infer),
+                    "compute_output": d(s.compute_output), "cache_hit": d(Default::default()), "cache_miss": d(Default::default()),
+                },
+                "batch_stats": [],
+            })
+        })
+        .collect();
+    Json(json!({ "model_stats": rows }))
+}
+
+async fn stats_all(State(s): Shared) -> ServeResult<Json<Value>> {
+    s.statistics(None, None).map(stats_json)
+}
+
+async fn stats(State(s): Shared, Path(model): Path<String>) -> ServeResult<Json<Value>> {
+    s.statistics(Some(&model), None).map(stats_json)
+}
+
+async fn stats_v(State(s): Shared, Path((model, version)): Path<(String, String)>) -> ServeResult<Json<Value>> {
+    s.statistics(Some(&model), Some(&version)).map(stats_json)
 }
 
 /// The body, or the reason it could not be read (too large: 413).

@@ -49,6 +49,8 @@ pub struct ServedVersion {
     pub config: Arc<ModelConfig>,
     /// Admission and execution.
     pub dispatcher: Dispatcher,
+    /// When it last answered a request, milliseconds since the Unix epoch (0: never).
+    pub last_inference_ms: std::sync::atomic::AtomicU64,
 }
 
 /// A version's state in the index.
@@ -302,6 +304,7 @@ impl Repository {
             version,
             config: config.clone(),
             dispatcher: Dispatcher::new(Arc::new(model), config, &self.limits, label)?,
+            last_inference_ms: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -382,7 +385,7 @@ impl Repository {
         out
     }
 
-    /// Every served version (for shutdown).
+    /// Every served version, by model name and version.
     pub fn served(&self) -> Vec<Arc<ServedVersion>> {
         let models = self.models.read().expect("repository lock");
         models

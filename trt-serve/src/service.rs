@@ -15,7 +15,46 @@ use crate::text_model::text_input;
 pub const SERVER_NAME: &str = "trt-serve";
 
 /// The protocol extensions implemented (server metadata lists them).
-pub const EXTENSIONS: [&str; 5] = ["classification", "binary_tensor_data", "model_repository", "schedule_policy", "model_configuration"];
+pub const EXTENSIONS: [&str; 6] =
+    ["classification", "binary_tensor_data", "model_repository", "schedule_policy", "model_configuration", "statistics"];
+
+/// A `(count, nanoseconds)` pair of the statistics extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Duration {
+    /// Occurrences.
+    pub count: u64,
+    /// Their cumulative time.
+    pub ns: u64,
+}
+
+/// One version's statistics (the statistics extension), from the metrics.
+/// `compute_input` is tokenization; `compute_output` is not timed apart
+/// from `compute_infer` (its time is 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionStatistics {
+    /// Model name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// Last request, ms since the Unix epoch (0: none).
+    pub last_inference: u64,
+    /// Rows inferred.
+    pub inference_count: u64,
+    /// Batches run.
+    pub execution_count: u64,
+    /// Successful requests, end to end.
+    pub success: Duration,
+    /// Failed requests (not timed).
+    pub fail: Duration,
+    /// Waiting for a batch.
+    pub queue: Duration,
+    /// Tokenizing.
+    pub compute_input: Duration,
+    /// The backend.
+    pub compute_infer: Duration,
+    /// Reading outputs (not timed apart).
+    pub compute_output: Duration,
+}
 
 /// A tensor's metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +150,44 @@ impl Service {
         self.metrics.render()
     }
 
+    /// Statistics of the served versions of `name` (every model when `None`),
+    /// or of one version.
+    pub fn statistics(&self, name: Option<&str>, version: Option<&str>) -> ServeResult<Vec<VersionStatistics>> {
+        let served: Vec<_> = match (name, version.filter(|v| !v.is_empty())) {
+            (Some(n), Some(_)) => vec![self.repository.resolve(n, version)?],
+            (Some(n), None) => {
+                self.repository.model_info(n)?;
+                self.repository.served().into_iter().filter(|v| v.name == n).collect()
+            }
+            (None, _) => self.repository.served(),
+        };
+        self.metrics_text(); // brings the batchers' execution counts up to date
+        let m = &self.metrics;
+        Ok(served
+            .iter()
+            .map(|v| {
+                let version = v.version.to_string();
+                let l = [v.name.as_str(), version.as_str()];
+                let success = m.request_success.with_label_values(&l).get();
+                let us = |c: &prometheus::IntCounterVec| c.with_label_values(&l).get().saturating_mul(1000);
+                let failed = ["REJECTED", "BACKEND", "OTHER"].iter().map(|r| m.request_failure.with_label_values(&[l[0], l[1], r]).get()).sum();
+                VersionStatistics {
+                    name: v.name.clone(),
+                    version: version.clone(),
+                    last_inference: v.last_inference_ms.load(std::sync::atomic::Ordering::Relaxed),
+                    inference_count: m.inference_count.with_label_values(&l).get(),
+                    execution_count: m.exec_count.with_label_values(&l).get(),
+                    success: Duration { count: success, ns: us(&m.request_duration_us) },
+                    fail: Duration { count: failed, ns: 0 },
+                    queue: Duration { count: success, ns: us(&m.queue_duration_us) },
+                    compute_input: Duration { count: success, ns: us(&m.tokenize_duration_us) },
+                    compute_infer: Duration { count: success, ns: us(&m.compute_infer_duration_us) },
+                    compute_output: Duration { count: success, ns: 0 },
+                }
+            })
+            .collect())
+    }
+
     /// The repository index.
     pub fn index(&self, ready_only: bool) -> Vec<IndexEntry> {
         self.repository.index(ready_only)
@@ -136,6 +213,8 @@ impl Service {
         let m = &self.metrics;
         m.pending_requests.with_label_values(&labels).inc();
         let result = self.infer_on(&served, request).await;
+        let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        served.last_inference_ms.store(now_ms, std::sync::atomic::Ordering::Relaxed);
         m.pending_requests.with_label_values(&labels).dec();
         match &result {
             Ok((_, rows, ran)) => {
