@@ -12,6 +12,7 @@
 //! | `trt convert --fp16 IN.onnx -o OUT.onnx` | FP16 weights and compute, FP32 islands | no |
 //! | `trt quantize IN.onnx --calibration TEXTS -o OUT.onnx` | INT8 Q/DQ, accuracy targets | no (ONNX Runtime) |
 //! | `trt compare A.onnx B.onnx` | output (and `--layers`) differences, a CI gate | no (ONNX Runtime) |
+//! | `trt serve --model-repository DIR` | KServe v2 / Triton-protocol server (HTTP, gRPC, metrics) | no (ONNX Runtime); plans: yes |
 //!
 //! Errors are one line, `error: ...`, naming the file or tensor and the cause;
 //! exit code 1, or 2 for usage errors (clap's).

@@ -59,7 +59,7 @@ impl VersionLoader for NlpLoader {
                 config.max_batch_size, layout.max_batch
             )));
         }
-        let pipeline = self.tokenizer.pipeline(&folder.tokenizer, layout).map_err(|e| ServeError::invalid(e.to_string()))?;
+        let pipeline = self.tokenizer.pipeline(&folder.tokenizer, &*backend).map_err(|e| ServeError::invalid(e.to_string()))?;
         TextModel::new(config, backend, pipeline, folder.labels, folder.pooling, folder.normalize)
     }
 }
