@@ -241,6 +241,8 @@ expect_status("/v2/repository/models/..%2Fsecret/load", b"", 400, "not a model n
 expect_status("/v2/repository/models/%2E%2E/load", b"", 400, "not a model name")
 expect_error(lambda: G.infer("minilm", [grpc_input()], model_version="x"), "StatusCode.INVALID_ARGUMENT", "not a version number", "gRPC bad version")
 expect_error(lambda: G.infer("nope", [grpc_input()]), "StatusCode.NOT_FOUND", "unknown model", "gRPC unknown model")
+# tonic refuses a message over the limit itself, with its own code (OUT_OF_RANGE), before decoding it.
+expect_error(lambda: G.infer("minilm", [grpc_input(np.array([["x" * 2_000_000]], dtype=object))]), "StatusCode.OUT_OF_RANGE", "too large", "gRPC message over the limit")
 bad = tg.InferInput("text", [1, 1], "INT32")
 bad.set_data_from_numpy(np.array([[1]], dtype=np.int32))
 expect_error(lambda: G.infer("minilm", [bad]), "StatusCode.INVALID_ARGUMENT", "expects BYTES", "gRPC wrong dtype")
