@@ -51,8 +51,8 @@ struct Options {
 }
 
 /// The input format (so that seeds and dictionary words are plain text):
-/// byte 0 max_len index, bytes 1-2 min_len, byte 3 padding (mod 3: longest,
-/// bucket, max), byte 4 bucket size, byte 5 flags (1 reject, 2 no special
+/// byte 0 max_len index, bytes 1-2 min_len choice, byte 3 padding (mod 3:
+/// longest, bucket, max), byte 4 bucket size choice, byte 5 flags (1 reject, 2 no special
 /// tokens, 4 two threads, 8 i64, 16 token_type_ids, 32 short buffer), bytes
 /// 6-7 how short; then the texts, separated by 0xFF (never part of UTF-8),
 /// each decoded lossily when it is not UTF-8.
@@ -101,14 +101,16 @@ impl Options {
     fn max_len(&self) -> usize {
         MAX_LENS[usize::from(self.max_len) % MAX_LENS.len()]
     }
-    // Up to just past max_len, so that the "min_len exceeds max_len" check is reached too.
+    // 0, 1, half, all of max_len, or just past it (the "min_len exceeds max_len"
+    // check): few distinct settings, so that built pipelines are reused.
     fn min_len(&self) -> usize {
-        usize::from(self.min_len) % (self.max_len() + 2)
+        let m = self.max_len();
+        [0, 1, m / 2, m, m + 1][usize::from(self.min_len) % 5]
     }
     fn padding(&self) -> Padding {
         match self.padding {
             PaddingChoice::Longest => Padding::Longest,
-            PaddingChoice::Bucket(b) => Padding::Bucket(usize::from(b % 40)),
+            PaddingChoice::Bucket(b) => Padding::Bucket([0, 1, 3, 8, 16, 64][usize::from(b) % 6]),
             PaddingChoice::Max => Padding::Max,
         }
     }
