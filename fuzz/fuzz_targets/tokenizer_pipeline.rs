@@ -164,7 +164,9 @@ impl State {
                     b.build(base.clone())
                 };
                 let added = if o.special_tokens { 2 } else { 0 };
+                // tokenizers cannot truncate below the post-processor's 2 special tokens.
                 let impossible = o.max_len() <= added
+                    || (!o.reject && o.max_len() < 2)
                     || o.min_len() > o.max_len()
                     || matches!(o.padding(), Padding::Bucket(0));
                 match (build(true), build(false)) {

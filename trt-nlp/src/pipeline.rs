@@ -197,10 +197,19 @@ impl PipelineBuilder {
     /// truncation it was configured with.
     pub fn build(self, mut tokenizer: Tokenizer) -> Result<TokenizerPipeline> {
         let max_len = self.max_len;
-        let added = tokenizer
+        let declared = tokenizer
             .get_post_processor()
             .map_or(0, |p| p.added_tokens(false));
-        let added = if self.add_special_tokens { added } else { 0 };
+        let added = if self.add_special_tokens { declared } else { 0 };
+        // tokenizers (0.23) subtracts the post-processor's special tokens from the
+        // truncation length even when they are not added: below them it overflows
+        // (a panic in debug builds; found by fuzzing).
+        if self.truncation == Truncation::Truncate && max_len < declared {
+            return Err(Error::InvalidConfig(format!(
+                "max_len {max_len} is below the {declared} special tokens of the tokenizer's post-processor, \
+                 which tokenizers cannot truncate to (use Truncation::Reject or a larger max_len)"
+            )));
+        }
         // max_len == added would make tokenizers truncate to length 0, which it treats as "no limit".
         if max_len <= added {
             return Err(Error::InvalidConfig(format!(

@@ -67,7 +67,7 @@ fn check_node(node: &[u8], index: i32, depth: usize) -> Option<NodeWithoutOutput
         (NODE_OP_TYPE, Value::Bytes(b)) => operator = String::from_utf8_lossy(b).into_owned(),
         (NODE_ATTRIBUTE, Value::Bytes(attribute)) if nested.is_none() => {
             for_each_field(attribute, |f, v| {
-                if let ((ATTRIBUTE_G | ATTRIBUTE_GRAPHS), Value::Bytes(g)) = (f, v) {
+                if let (ATTRIBUTE_G | ATTRIBUTE_GRAPHS, Value::Bytes(g)) = (f, v) {
                     nested = nested.take().or_else(|| check_graph(g, depth + 1));
                 }
             });
