@@ -43,6 +43,28 @@ fn random_bytes_are_a_typed_error() {
     assert!(matches!(parse_err(&bytes, "random"), Error::OnnxParse { .. }));
 }
 
+/// Regression (fuzz target onnx_parse): TensorRT-RTX 1.7.1's parser segfaults
+/// on a node without outputs; the library refuses such a model before parsing.
+/// The first file is what the fuzzer found, the second the same defect written
+/// with the onnx package (both kept in fuzz/seeds/onnx_parse, so the fuzz run
+/// in CI replays them too).
+#[test]
+fn node_without_outputs_is_refused_before_the_parser_can_crash() {
+    let seeds = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds/onnx_parse");
+    for file in ["regress_node_without_outputs_fuzzed.onnx", "regress_add_without_outputs.onnx"] {
+        let bytes = std::fs::read(seeds.join(file)).unwrap();
+        match parse_err(&bytes, file) {
+            Error::OnnxParse { errors, .. } => {
+                assert_eq!(errors.len(), 1, "{file}");
+                assert_eq!(errors[0].code, "INVALID_NODE", "{file}");
+                assert_eq!(errors[0].operator.as_deref(), Some("Add"), "{file}");
+                assert_eq!(errors[0].node_index, Some(0), "{file}");
+            }
+            other => panic!("{file}: expected OnnxParse, got {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn missing_onnx_file_is_an_io_error_naming_it() {
     let builder = Builder::new().unwrap();

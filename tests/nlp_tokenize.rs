@@ -269,6 +269,45 @@ fn truncates_like_python_and_keeps_special_tokens() {
     }
 }
 
+/// Regression (fuzz target tokenizer_pipeline): a max_len below the
+/// post-processor's special tokens made tokenizers' with_truncation overflow
+/// (a panic in debug builds) even without special tokens; now a typed error
+/// in truncate mode, and it works in reject mode.
+#[test]
+fn max_len_below_the_special_tokens_is_a_typed_error_not_a_panic() {
+    let build = |truncation| {
+        TokenizerPipeline::builder(1).add_special_tokens(false).truncation(truncation).from_file(support::tokenizer_json())
+    };
+    assert!(matches!(build(Truncation::Truncate), Err(Error::InvalidConfig(_))));
+    let p = build(Truncation::Reject).unwrap();
+    let got = encode(&p, &["a".to_string()], DataType::Int32);
+    assert_eq!(got.layout.lengths, [1]);
+}
+
+/// Regression (fuzz target tokenizer_pipeline): without special tokens,
+/// `tokenizers` 0.23.2 does not record what truncation cut, and the
+/// tokenizers path reported no truncation; both paths must name the same texts.
+#[test]
+fn truncation_is_reported_on_both_paths_without_special_tokens() {
+    let texts: Vec<String> = ["Hello, world!", "The quick brown fox jumps over the lazy dog.", "unaffable naïve café déjà vu", "Hello, world! ok"]
+        .map(String::from)
+        .to_vec();
+    for special in [false, true] {
+        for fast in [true, false] {
+            let p = TokenizerPipeline::builder(5)
+                .add_special_tokens(special)
+                .fast_path(fast)
+                .threads(1)
+                .from_file(support::tokenizer_json())
+                .unwrap();
+            let got = encode(&p, &texts, DataType::Int32);
+            // Without special tokens the texts have 4, 10, 8 and 5 (a full row, not cut) tokens; with them 2 more.
+            let want: &[usize] = if special { &[0, 1, 2, 3] } else { &[1, 2] };
+            assert_eq!(got.layout.truncated, want, "special tokens {special}, fast path {fast}");
+        }
+    }
+}
+
 #[test]
 fn without_special_tokens_matches_python() {
     let texts = corpus();

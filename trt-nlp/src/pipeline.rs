@@ -203,10 +203,19 @@ impl PipelineBuilder {
     /// truncation it was configured with.
     pub fn build(self, mut tokenizer: Tokenizer) -> Result<TokenizerPipeline> {
         let max_len = self.max_len;
-        let added = tokenizer
+        let declared = tokenizer
             .get_post_processor()
             .map_or(0, |p| p.added_tokens(false));
-        let added = if self.add_special_tokens { added } else { 0 };
+        let added = if self.add_special_tokens { declared } else { 0 };
+        // tokenizers (0.23) subtracts the post-processor's special tokens from the
+        // truncation length even when they are not added: below them it overflows
+        // (a panic in debug builds; found by fuzzing).
+        if self.truncation == Truncation::Truncate && max_len < declared {
+            return Err(Error::InvalidConfig(format!(
+                "max_len {max_len} is below the {declared} special tokens of the tokenizer's post-processor, \
+                 which tokenizers cannot truncate to (use Truncation::Reject or a larger max_len)"
+            )));
+        }
         // max_len == added would make tokenizers truncate to length 0, which it treats as "no limit".
         if max_len <= added {
             return Err(Error::InvalidConfig(format!(
@@ -240,6 +249,15 @@ impl PipelineBuilder {
 
         // We pad ourselves, straight into the caller's buffers.
         tokenizer.with_padding(None);
+        // In truncate mode, a copy that does not truncate tells whether a full row was cut.
+        let untruncated = match self.truncation {
+            Truncation::Truncate => {
+                let mut full = tokenizer.clone();
+                full.with_truncation(None).map_err(|e| Error::InvalidConfig(format!("truncation: {e}")))?;
+                Some(full)
+            }
+            Truncation::Reject => None,
+        };
         let truncation = match self.truncation {
             Truncation::Truncate => Some(TruncationParams {
                 max_length: max_len,
@@ -271,6 +289,7 @@ impl PipelineBuilder {
         };
         Ok(TokenizerPipeline {
             tokenizer,
+            untruncated,
             max_len,
             min_len: self.min_len,
             truncation: self.truncation,
@@ -291,6 +310,8 @@ impl PipelineBuilder {
 #[derive(Debug)]
 pub struct TokenizerPipeline {
     tokenizer: Tokenizer,
+    /// Truncate mode: the tokenizer without truncation (see `was_truncated`).
+    untruncated: Option<Tokenizer>,
     max_len: usize,
     min_len: usize,
     truncation: Truncation,
@@ -545,6 +566,25 @@ impl TokenizerPipeline {
             .collect()
     }
 
+    /// Whether truncation cut `text`, whose truncated encoding is `encoding`.
+    /// `tokenizers` (0.23.2) records the cut tokens in `overflowing` only when
+    /// special tokens are added, so a full row without that record is checked
+    /// against the untruncated encoding (found by fuzzing, see fuzz/).
+    fn was_truncated(&self, text: &str, encoding: &tokenizers::Encoding, index: usize) -> Result<bool> {
+        if !encoding.get_overflowing().is_empty() {
+            return Ok(true);
+        }
+        match &self.untruncated {
+            Some(full) if encoding.len() >= self.max_len => {
+                let full = full
+                    .encode_fast(text, self.add_special_tokens)
+                    .map_err(|source| Error::Tokenize { index, source })?;
+                Ok(full.len() > self.max_len)
+            }
+            _ => Ok(false),
+        }
+    }
+
     fn encode_chunk<S: AsRef<str>>(&self, first: usize, texts: &[S]) -> Result<Chunk> {
         // About one token per 4 bytes of English: most chunks never reallocate.
         let bytes: usize = texts.iter().map(|t| t.as_ref().len()).sum();
@@ -573,7 +613,8 @@ impl TokenizerPipeline {
                         index: first + i,
                         source,
                     })?;
-                Tokens::Full(encoding)
+                let truncated = self.was_truncated(text, &encoding, first + i)?;
+                Tokens::Full(encoding, truncated)
             };
             chunk.items.push(tokens);
         }
@@ -616,7 +657,7 @@ impl TokenizerPipeline {
                         keep < *len,
                     )
                 }
-                Tokens::Full(e) => (Row::Full(e), e.len(), !e.get_overflowing().is_empty()),
+                Tokens::Full(e, truncated) => (Row::Full(e), e.len(), *truncated),
             };
             // Reject mode encodes in full; in truncate mode this guards the writer.
             if row.len() > self.max_len {

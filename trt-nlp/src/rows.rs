@@ -85,8 +85,9 @@ pub(crate) enum Tokens {
     /// Fast path: `ids[start..start + len]` of the chunk, special tokens
     /// excluded, not truncated.
     Fast { start: usize, len: usize },
-    /// `tokenizers` path: the whole (already truncated) encoding.
-    Full(Encoding),
+    /// `tokenizers` path: the whole (already truncated) encoding, and
+    /// whether truncation cut the text.
+    Full(Encoding, bool),
 }
 
 /// The tokens of a contiguous run of texts.
@@ -101,7 +102,7 @@ pub(crate) struct Chunk {
 impl Chunk {
     /// Whether any text of the chunk went through `tokenizers`.
     pub fn has_encodings(&self) -> bool {
-        self.items.iter().any(|t| matches!(t, Tokens::Full(_)))
+        self.items.iter().any(|t| matches!(t, Tokens::Full(..)))
     }
 }
 

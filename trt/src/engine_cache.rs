@@ -142,11 +142,31 @@ impl EngineCache {
 
 /// The cached plan, only if its metadata exists and its size and hash match.
 fn read_verified(plan_path: &Path, meta_path: &Path) -> Option<SerializedEngine> {
-    let meta: Meta = serde_json::from_slice(&std::fs::read(meta_path).ok()?).ok()?;
+    let meta = std::fs::read(meta_path).ok()?;
+    let meta: Meta = serde_json::from_slice(&meta).ok()?;
+    // The size first: a plan file that cannot match is never read into memory.
+    let on_disk = std::fs::metadata(plan_path).ok()?.len();
+    if on_disk != meta.plan_bytes {
+        log::warn!(target: "trt", "engine cache: {} is damaged; rebuilding", plan_path.display());
+        return None;
+    }
     let bytes = std::fs::read(plan_path).ok()?;
+    verified(&meta, bytes, plan_path)
+}
+
+/// `bytes`, only if they are the plan `meta` describes.
+fn verified(meta: &Meta, bytes: Vec<u8>, plan_path: &Path) -> Option<SerializedEngine> {
     if bytes.len() as u64 != meta.plan_bytes || hex(&Sha256::digest(&bytes)) != meta.plan_sha256 {
         log::warn!(target: "trt", "engine cache: {} is damaged; rebuilding", plan_path.display());
         return None;
     }
     Some(SerializedEngine::from_bytes(bytes))
+}
+
+/// The metadata reader and the plan check on bytes instead of files: what the
+/// fuzz target `engine_cache_meta` drives (`fuzz/`, built with `--cfg fuzzing`).
+#[cfg(fuzzing)]
+pub fn verify_entry(meta_json: &[u8], plan: &[u8]) -> Option<SerializedEngine> {
+    let meta: Meta = serde_json::from_slice(meta_json).ok()?;
+    verified(&meta, plan.to_vec(), Path::new("<fuzz>"))
 }

@@ -54,6 +54,7 @@ mod library;
 pub mod logger;
 mod network;
 mod onnx;
+mod onnx_guard;
 mod pool;
 mod profile;
 mod raw;
@@ -90,3 +91,11 @@ pub use trt_sys::callbacks::ProgressCallbacks;
 #[cfg(trt_weakly_typed)]
 pub use trt_sys::callbacks::CalibratorCallbacks as Int8Calibrator;
 pub use version::{Flavor, Version};
+
+/// Entry points of the fuzz targets in `fuzz/` for what is private here
+/// (cargo-fuzz builds with `--cfg fuzzing`); not an API.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::engine_cache::verify_entry as engine_cache_entry;
+}

@@ -86,6 +86,22 @@ impl OnnxParser {
         if model.is_empty() {
             return Err(fail(vec![synthetic("INVALID_GRAPH", "the model is empty (0 bytes)")]));
         }
+        if let Some(node) = crate::onnx_guard::find_node_without_outputs(model) {
+            let non_empty = |s: String| (!s.is_empty()).then_some(s);
+            return Err(fail(vec![OnnxError {
+                code: "INVALID_NODE".to_owned(),
+                description: format!(
+                    "node {} ({}) of the graph or a subgraph has no outputs; refused before parsing \
+                     (TensorRT-RTX 1.7's parser crashes on such a node)",
+                    node.index,
+                    if node.operator.is_empty() { "no operator" } else { &node.operator }
+                ),
+                node_index: Some(node.index),
+                node_name: non_empty(node.name),
+                operator: non_empty(node.operator),
+                location: String::new(),
+            }]));
+        }
         let network = builder.network(strongly_typed)?;
         let factory = builder.library().parser_factory()?;
         // SAFETY: createNvOnnxParser_INTERNAL of the loaded parser library; the

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets (fuzz/seeds/<target>/).
+
+Small valid graphs, one per operator family the parser has to handle (a few
+hundred bytes each, so libFuzzer mutates them quickly), plus graphs that are
+valid protobuf but wrong ONNX (a dangling input, a missing opset, an unknown
+operator, external data that does not exist). The plan, timing-cache and engine-cache seeds are built from
+those graphs by the `trt` command (`trt build`), the tokenizer seeds are texts
+in the target's input format. Run with the setup venv:
+    cargo build -p trt-cli && .deps/venv/bin/python fuzz/make_seeds.py target/debug/trt
+The output is committed; rerun only to change the seeds.
+"""
+import hashlib
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+SEEDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seeds")
+OUT = os.path.join(SEEDS, "onnx_parse")
+F = TensorProto.FLOAT
+
+
+def model(name, nodes, inputs, outputs, inits=(), opset=17):
+    g = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def vi(name, dtype, shape):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def w(name, shape, seed=0):
+    return numpy_helper.from_array(np.random.default_rng(seed).standard_normal(shape).astype(np.float32), name)
+
+
+def seeds():
+    yield "add", model("add", [helper.make_node("Add", ["a", "b"], ["y"])],
+                       [vi("a", F, [2, 3]), vi("b", F, [2, 3])], [vi("y", F, [2, 3])])
+    yield "matmul_init_dynamic", model("mm", [helper.make_node("MatMul", ["x", "w"], ["y"])],
+                                       [vi("x", F, ["batch", 4])], [vi("y", F, ["batch", 3])], [w("w", [4, 3])])
+    yield "gemm_relu", model("gemm", [helper.make_node("Gemm", ["x", "w", "b"], ["h"], transB=1),
+                                      helper.make_node("Relu", ["h"], ["y"])],
+                             [vi("x", F, [1, 4])], [vi("y", F, [1, 2])], [w("w", [2, 4]), w("b", [2], 1)])
+    yield "conv", model("conv", [helper.make_node("Conv", ["x", "k"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+                        [vi("x", F, [1, 1, 5, 5])], [vi("y", F, [1, 2, 5, 5])], [w("k", [2, 1, 3, 3])])
+    shape = numpy_helper.from_array(np.array([3, 2], dtype=np.int64), "shape")
+    yield "reshape_transpose", model("rt", [helper.make_node("Reshape", ["x", "shape"], ["r"]),
+                                            helper.make_node("Transpose", ["r"], ["y"], perm=[1, 0])],
+                                     [vi("x", F, [2, 3])], [vi("y", F, [2, 3])], [shape])
+    table = w("table", [10, 4])
+    yield "gather_int32", model("gather", [helper.make_node("Gather", ["table", "ids"], ["y"], axis=0)],
+                                [vi("ids", TensorProto.INT32, ["batch", "seq"])], [vi("y", F, ["batch", "seq", 4])], [table])
+    yield "layernorm_softmax", model("ln", [helper.make_node("LayerNormalization", ["x", "g", "b"], ["n"], axis=-1),
+                                            helper.make_node("Softmax", ["n"], ["y"], axis=-1)],
+                                     [vi("x", F, [2, 4])], [vi("y", F, [2, 4])], [w("g", [4]), w("b", [4], 2)])
+    yield "cast_shape_concat", model("csc", [helper.make_node("Shape", ["x"], ["s"]),
+                                             helper.make_node("Concat", ["s", "s"], ["c"], axis=0),
+                                             helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT)],
+                                     [vi("x", F, ["n", 2])], [vi("y", F, [4])])
+    scale = numpy_helper.from_array(np.array(0.05, dtype=np.float32), "scale")
+    zero = numpy_helper.from_array(np.array(0, dtype=np.int8), "zero")
+    yield "qdq", model("qdq", [helper.make_node("QuantizeLinear", ["x", "scale", "zero"], ["q"]),
+                               helper.make_node("DequantizeLinear", ["q", "scale", "zero"], ["y"])],
+                       [vi("x", F, [2, 2])], [vi("y", F, [2, 2])], [scale, zero])
+    yield "fp16_add", model("h", [helper.make_node("Add", ["a", "a"], ["y"])],
+                            [vi("a", TensorProto.FLOAT16, [4])], [vi("y", TensorProto.FLOAT16, [4])])
+    # Valid protobuf, wrong ONNX.
+    yield "dangling_input", model("bad", [helper.make_node("Add", ["a", "missing"], ["y"])],
+                                  [vi("a", F, [2])], [vi("y", F, [2])])
+    yield "unknown_op", model("bad", [helper.make_node("NoSuchOp", ["a"], ["y"])], [vi("a", F, [2])], [vi("y", F, [2])])
+    yield "old_opset", model("old", [helper.make_node("Relu", ["a"], ["y"])], [vi("a", F, [2])], [vi("y", F, [2])], opset=1)
+    ext = TensorProto(name="w", data_type=F, dims=[4, 3], data_location=TensorProto.EXTERNAL)
+    for k, v in (("location", "weights.bin"), ("offset", "0"), ("length", "48")):
+        ext.external_data.add(key=k, value=v)
+    yield "external_data_missing", model("ext", [helper.make_node("MatMul", ["x", "w"], ["y"])],
+                                         [vi("x", F, [1, 4])], [vi("y", F, [1, 3])], [ext])
+    body = helper.make_graph([helper.make_node("Identity", ["a"], ["o"])], "body", [], [vi("o", F, [2])])
+    yield "if_subgraph", model("if", [helper.make_node("If", ["c"], ["y"], then_branch=body, else_branch=body)],
+                               [vi("c", TensorProto.BOOL, []), vi("a", F, [2])], [vi("y", F, [2])])
+
+
+def write(target, name, data):
+    os.makedirs(os.path.join(SEEDS, target), exist_ok=True)
+    with open(os.path.join(SEEDS, target, name), "wb") as f:
+        f.write(data)
+    print(f"{target}/{name} {len(data)} bytes")
+
+
+def plan_seeds(trt):
+    """Plans and timing caches from `trt build`, whole and cut short."""
+    with tempfile.TemporaryDirectory() as tmp:
+        plan, cache = os.path.join(tmp, "add.plan"), os.path.join(tmp, "add.timing")
+        subprocess.run([trt, "build", os.path.join(OUT, "add.onnx"), "-o", plan, "--timing-cache", cache],
+                       check=True, capture_output=True)
+        plan, cache = open(plan, "rb").read(), open(cache, "rb").read()
+    write("plan_deserialize", "add.plan", plan)
+    for n in (16, 64, 256, 4096):
+        write("plan_deserialize", f"add_first_{n}.plan", plan[:n])
+    write("timing_cache", "empty_cpu_build.timing", cache)
+    for n in (8, 24, 100):
+        write("timing_cache", f"first_{n}.timing", cache[:n])
+    # Engine cache entries: mode byte 0 (raw) = metadata JSON, 0x00, plan; a
+    # small stand-in plan keeps the seed small (the reader never parses plans).
+    small = plan[:1024]
+    meta = {"plan_bytes": len(small), "plan_sha256": hashlib.sha256(small).hexdigest(), "model": "add.onnx",
+            "tensorrt": "TensorRT-RTX 1.7.1", "target": "no-gpu", "settings": {"profiles": [], "workspace": None}}
+    good = json.dumps(meta, indent=2).encode()
+    write("engine_cache_meta", "raw_valid", b"\x00" + good + b"\x00" + small)
+    write("engine_cache_meta", "raw_torn_meta", b"\x00" + good[: len(good) // 2] + b"\x00" + small)
+    write("engine_cache_meta", "raw_torn_plan", b"\x00" + good + b"\x00" + small[:700])
+    write("engine_cache_meta", "forged_exact", b"\x01\x00\xff\x00" + small[:200])
+    write("engine_cache_meta", "forged_short", b"\x01\xff\xff\x01" + small[:200])
+
+
+def tokenizer_seeds():
+    """Header (see fuzz_targets/tokenizer_pipeline.rs), then texts split by 0xFF."""
+    def seed(max_len_index, min_len, padding, bucket, flags, short_by, texts):
+        head = struct.pack("<BHBBBH", max_len_index, min_len, padding, bucket, flags, short_by)
+        return head + b"\xff".join(t.encode() for t in texts)
+    texts = ["Hello, world!", "The quick brown fox jumps over the lazy dog.", "",
+             "unaffable naïve café déjà vu", "中文分词 测试 日本語のテキスト", "emoji 🙂🚀 and \u200b zero width",
+             "[CLS] [SEP] [PAD] [MASK] [UNK] look-alikes", "a" * 150, "   \t\n  ", "ALL CAPS and MiXeD 123,456.78"]
+    write("tokenizer_pipeline", "longest_128", seed(9, 0, 0, 0, 0, 0, texts))
+    write("tokenizer_pipeline", "bucket_8_two_threads_i64", seed(9, 0, 1, 8, 4 | 8 | 16, 0, texts))
+    write("tokenizer_pipeline", "max_16_reject", seed(7, 0, 2, 0, 1, 0, texts[:4]))
+    write("tokenizer_pipeline", "truncate_at_3", seed(2, 1, 0, 0, 16, 0, texts))
+    write("tokenizer_pipeline", "no_special_min_len", seed(4, 5, 0, 0, 2, 0, texts))
+    write("tokenizer_pipeline", "short_buffer", seed(9, 0, 2, 0, 32, 5, texts[:3]))
+    write("tokenizer_pipeline", "long_text_512", seed(11, 0, 0, 0, 8, 0, [" ".join(["word"] * 600), "x"]))
+    write("tokenizer_pipeline", "empty_batch", seed(9, 0, 0, 0, 0, 0, []))
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    for name, m in seeds():
+        data = m.SerializeToString()
+        with open(os.path.join(OUT, name + ".onnx"), "wb") as f:
+            f.write(data)
+        print(f"onnx_parse/{name}.onnx {len(data)} bytes")
+    tokenizer_seeds()
+    if len(sys.argv) > 1:
+        plan_seeds(sys.argv[1])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# NVIDIA compute-sanitizer over the CUDA tests on the GPU test host (issue 14,
+# item 2): memcheck (with leak check), racecheck, synccheck and initcheck over
+# each prebuilt test binary in .gpu/sanitize/. The host has no Rust: build here,
+# on the development machine, from the repository root:
+#   cargo test --no-run -p trt --test cuda --lib 2>&1 | grep -o 'target/debug/deps/[a-z_]*-[0-9a-f]*' | sort -u
+#   mkdir -p .gpu/sanitize
+#   cp target/debug/deps/cuda-<hash> .gpu/sanitize/cuda       # tests/cuda.rs: trt::cuda (streams, buffers, graphs)
+#   cp target/debug/deps/trt-<hash>  .gpu/sanitize/trt-lib    # trt's unit tests (the context work order)
+#   git rev-parse HEAD > .gpu/sanitize/commit.txt
+# (unstripped, so the sanitizers' backtraces name our functions). TensorRT-RTX
+# refuses the H200 (compute capability 9.0), so no engine executes there: these
+# are the tests whose CUDA work does run. Writes $OUT/<binary>-<tool>.log and
+# $OUT/sanitize-summary.txt; exits non-zero if any tool reports an error.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+OUT=${OUT:-$ROOT/out}
+mkdir -p "$OUT"
+SAN=${COMPUTE_SANITIZER:-}
+if [ -z "$SAN" ]; then
+  SAN=$(command -v compute-sanitizer || true)
+  [ -z "$SAN" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ] && SAN=/usr/local/cuda/bin/compute-sanitizer
+fi
+[ -n "$SAN" ] || { echo "sanitize.sh: compute-sanitizer not found (set COMPUTE_SANITIZER)" >&2; exit 1; }
+BINS=()
+for b in cuda trt-lib; do
+  [ -x ".gpu/sanitize/$b" ] && BINS+=("$b") || echo "sanitize.sh: .gpu/sanitize/$b is missing (see the build steps at the top)" >&2
+done
+[ ${#BINS[@]} -gt 0 ] || exit 1
+{ "$SAN" --version; nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader; cat .gpu/sanitize/commit.txt 2>/dev/null; } >"$OUT/sanitize-env.txt" 2>&1
+status=0
+: >"$OUT/sanitize-summary.txt"
+for b in "${BINS[@]}"; do
+  for tool in memcheck racecheck synccheck initcheck; do
+    extra=()
+    [ "$tool" = memcheck ] && extra=(--leak-check full)
+    log="$OUT/$b-$tool.log"
+    # Each test binary is bounded by its own tests; timeout is a last resort.
+    timeout 900 "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 100 \
+      ".gpu/sanitize/$b" --include-ignored --test-threads=1 >"$log" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && status=1
+    {
+      echo "== $b $tool: exit $rc"
+      grep -E 'ERROR SUMMARY|LEAK SUMMARY|^test result:' "$log" || echo "(no summary line: see $log)"
+    } | tee -a "$OUT/sanitize-summary.txt"
+  done
+done
+exit $status
