@@ -9,7 +9,7 @@ use ndarray::{Array2, Ix3};
 use crate::backend::{Backend, BackendChoice, BackendOptions, OutputView};
 use crate::classifier::shape_err;
 use crate::texts::for_each_batch;
-use crate::{l2_normalize, BatchLayout, Error, HelperOptions, ModelFolder, Pooling, Result, TokenizerPipeline};
+use crate::{l2_normalize, Error, HelperOptions, ModelFolder, Pooling, Result, TokenizerPipeline};
 
 /// Texts in, one embedding row per text out. `embed` takes `&self` and may be
 /// called from many threads.
@@ -20,12 +20,6 @@ pub struct Embedder {
     hidden: String,
     pooling: Pooling,
     normalize: bool,
-}
-
-/// The attention mask of a batch, from its row lengths (no read-back of the input).
-pub(crate) fn mask_of(layout: &BatchLayout) -> Array2<i64> {
-    let s = layout.seq_len;
-    Array2::from_shape_fn((layout.batch, s), |(r, i)| (i < layout.lengths[r]) as i64)
 }
 
 impl Embedder {
@@ -70,7 +64,7 @@ impl Embedder {
     pub fn embed<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<Array2<f32>> {
         let mut all: Option<Array2<f32>> = None;
         for_each_batch(&*self.backend, &self.pipeline, texts, |rows, layout, outputs| {
-            let mask = mask_of(layout);
+            let mask = layout.attention_mask();
             let pooled = match outputs.get(&self.hidden)? {
                 OutputView::F32(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask.view()),
                 OutputView::F16(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask.view()),

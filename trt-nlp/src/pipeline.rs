@@ -85,6 +85,18 @@ impl BatchLayout {
         self.lengths.iter().sum()
     }
 
+    /// The `[batch, seq_len]` attention mask (1 on real tokens, 0 on padding),
+    /// from the row lengths: no read-back of the input tensor, whichever
+    /// buffers it was written to.
+    ///
+    /// ```
+    /// let layout = trt_nlp::BatchLayout { batch: 2, seq_len: 3, lengths: vec![2, 3], ..Default::default() };
+    /// assert_eq!(layout.attention_mask().row(0).to_vec(), [1, 1, 0]);
+    /// ```
+    pub fn attention_mask(&self) -> ndarray::Array2<i32> {
+        ndarray::Array2::from_shape_fn((self.batch, self.seq_len), |(r, i)| i32::from(i < self.lengths[r]))
+    }
+
     /// The written part of `buffer` as a `[batch, seq_len]` array, e.g. the
     /// attention mask for [`mean_pool`](crate::mean_pool).
     ///

@@ -237,7 +237,7 @@ impl TextModel {
                     (shape, values)
                 }
                 Source::Pooled(name) => {
-                    let mask = mask_of(layout);
+                    let mask = layout.attention_mask();
                     let mut pooled = match outs.get(name)? {
                         OutputView::F32(v) => self.pool(v.view(), mask.view())?,
                         OutputView::F16(v) => self.pool(v.view(), mask.view())?,
@@ -315,9 +315,4 @@ fn stack_padded(name: &str, rows: &[ArrayD<f32>]) -> ServeResult<RowsTensor> {
     let mut shape = vec![rows.len()];
     shape.extend(inner);
     Ok(RowsTensor { name: name.to_string(), shape, values })
-}
-
-/// The attention mask of a batch, from its row lengths.
-fn mask_of(layout: &BatchLayout) -> Array2<i32> {
-    Array2::from_shape_fn((layout.batch, layout.seq_len), |(r, c)| i32::from(c < layout.lengths[r]))
 }
