@@ -143,6 +143,7 @@ pub struct RanBatch {
 pub struct ScriptedBackendDouble {
     layout: ModelLayout,
     instances: usize,
+    parallel: bool,
     staging: Instances,
     permits: Mutex<usize>,
     gate: Condvar,
@@ -164,6 +165,7 @@ impl ScriptedBackendDouble {
         ScriptedBackendDouble {
             layout,
             instances,
+            parallel: false,
             staging,
             permits: Mutex::new(0),
             gate: Condvar::new(),
@@ -171,6 +173,12 @@ impl ScriptedBackendDouble {
             started_cv: Condvar::new(),
             ran: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Says its instances run side by side (`Backend::parallel_instances`), as CPU sessions do.
+    pub fn parallel_instances(mut self, parallel: bool) -> Self {
+        self.parallel = parallel;
+        self
     }
 
     /// Lets `n` more batches run.
@@ -212,6 +220,10 @@ impl Backend for ScriptedBackendDouble {
 
     fn instances(&self) -> usize {
         self.instances
+    }
+
+    fn parallel_instances(&self) -> bool {
+        self.parallel
     }
 
     fn health(&self) -> Result<()> {

@@ -1,7 +1,8 @@
 //! The batching scheduler's logic, against a deterministic backend test
 //! double (`ScriptedBackendDouble` in tests/batching_doubles.rs; it runs no
 //! model): ordering, priorities, preferred sizes, delays, token budget,
-//! length grouping, deadlines while the model is busy, overload,
+//! length grouping, the padding floor, spreading over parallel workers,
+//! deadlines while the model is busy, overload,
 //! cancellation, shutdown draining, error isolation, metrics, many threads
 //! and many async tasks. Runs on the CPU; needs `scripts/setup` for the
 //! MiniLM tokenizer. Every wait is bounded (seconds), so a scheduler bug
@@ -258,6 +259,81 @@ fn lower_levels_join_a_grouped_batch_only_without_extra_padding() {
 }
 
 #[test]
+fn the_padding_floor_keeps_rows_of_other_lengths_out_of_a_batch() {
+    let run = |floor: f32| {
+        let mut c = config(8, Duration::ZERO);
+        c.min_padding_efficiency = floor;
+        let (double, s) = setup(c);
+        let blocker = occupy(&double, &s);
+        // 10, 10, 20, 10 tokens: together 50 real of 80 padded (0.63); the 10s alone 1.0.
+        let handles: Vec<Handle> = [10, 10, 20, 10].iter().enumerate().map(|(i, &len)| submit(&s, 10 + i as u32, len)).collect();
+        double.open();
+        for h in std::iter::once(blocker).chain(handles) {
+            finish(h).unwrap();
+        }
+        let mut batches = tags(&double);
+        batches.iter_mut().for_each(|b| b.sort());
+        (batches, s.metrics().padding_efficiency().unwrap())
+    };
+    let (without, eff_without) = run(0.0);
+    assert_eq!(without, [vec![1], vec![10, 11, 12, 13]]);
+    let (with, eff_with) = run(0.9);
+    assert_eq!(with, [vec![1], vec![10, 11, 13], vec![12]], "the 20-token row runs alone");
+    assert!(eff_with > eff_without && eff_with == 1.0, "padding efficiency {eff_with} with the floor, {eff_without} without");
+}
+
+/// Eight equal rows on four instances, cut when the eighth arrives (a
+/// preferred size; the delay is 30 s): the batch sizes they ran in.
+fn run_spread(spread: Option<bool>, parallel_double: bool) -> Vec<usize> {
+    let mut c = config(8, Duration::from_secs(30));
+    c.preferred_batch_sizes = vec![8];
+    c.spread_across_workers = spread;
+    let double = Arc::new(ScriptedBackendDouble::new(double_layout(1, 64, MAX_SEQ), 4).parallel_instances(parallel_double));
+    let s = Scheduler::new(double.clone(), pipeline(Padding::Longest), c).unwrap();
+    double.open();
+    let handles: Vec<Handle> = (0..8).map(|i| submit(&s, 10 + i, 6)).collect();
+    for h in handles {
+        finish(h).unwrap();
+    }
+    let mut sizes: Vec<usize> = tags(&double).iter().map(Vec::len).collect();
+    sizes.sort();
+    sizes
+}
+
+#[test]
+fn rows_queued_at_once_are_spread_over_parallel_workers_and_kept_together_on_a_shared_device() {
+    // The double says its instances run side by side (as CPU sessions do): the cut
+    // splits the eight rows over the four idle workers.
+    assert_eq!(run_spread(None, true), [2, 2, 2, 2]);
+    // One shared device (the trait's default, as TensorRT contexts on one GPU): one batch.
+    assert_eq!(run_spread(None, false), [8]);
+    // The setting overrides the backend either way.
+    assert_eq!(run_spread(Some(false), true), [8]);
+    assert_eq!(run_spread(Some(true), false), [2, 2, 2, 2]);
+}
+
+#[test]
+fn rows_the_share_left_queued_stay_due_until_workers_are_free() {
+    let mut c = config(8, Duration::from_secs(30));
+    c.preferred_batch_sizes = vec![8];
+    c.spread_across_workers = Some(true);
+    let double = Arc::new(ScriptedBackendDouble::new(double_layout(1, 64, MAX_SEQ), 4));
+    let s = Scheduler::new(double.clone(), pipeline(Padding::Longest), c).unwrap();
+    let first: Vec<Handle> = (0..8).map(|i| submit(&s, 10 + i, 6)).collect();
+    double.wait_started(4); // four batches of two, held by the closed double
+    // Eight more form the preferred size while no worker is free; as workers
+    // free up, each takes its share, and the rest must not wait for the 30 s delay.
+    let second: Vec<Handle> = (0..8).map(|i| submit(&s, 20 + i, 6)).collect();
+    double.open();
+    for h in first.into_iter().chain(second) {
+        finish(h).unwrap();
+    }
+    let sizes: Vec<usize> = tags(&double).iter().map(Vec::len).collect();
+    assert_eq!(sizes.iter().sum::<usize>(), 16);
+    assert!(sizes.iter().all(|&n| n <= 2), "every cut took at most its share of the queue: {sizes:?}");
+}
+
+#[test]
 fn a_deadline_fires_while_the_model_is_busy_and_the_row_is_never_computed() {
     let (double, s) = setup(config(8, Duration::ZERO));
     let blocker = occupy(&double, &s);
@@ -434,6 +510,9 @@ fn bad_settings_and_bad_input_are_typed_errors() {
     let mut c = config(8, Duration::ZERO);
     c.preferred_batch_sizes = vec![9];
     assert!(try_config(c).unwrap_err().to_string().contains("preferred batch size 9"));
+    let mut c = config(8, Duration::ZERO);
+    c.min_padding_efficiency = f32::NAN;
+    assert!(try_config(c).unwrap_err().to_string().contains("min_padding_efficiency NaN is outside 0.0..=1.0"));
     let short_model = double_layout(1, 16, 64);
     let e = Scheduler::new(Arc::new(ScriptedBackendDouble::new(short_model, 1)), pipeline(Padding::Longest), config(8, Duration::ZERO)).unwrap_err();
     assert!(e.to_string().contains("max_len 128 exceeds the model's max_seq 64"), "{e}");

@@ -118,6 +118,15 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// How many batches can run at once.
     fn instances(&self) -> usize;
 
+    /// Whether the instances compute side by side on resources of their own
+    /// (CPU sessions, each with its own threads), so that a batch costs about
+    /// the sum of its rows and idle instances are idle hardware; `false`
+    /// (default) when they share one device (TensorRT contexts on one GPU).
+    /// The batcher spreads queued rows over parallel instances.
+    fn parallel_instances(&self) -> bool {
+        false
+    }
+
     /// The multiple that padded sequence lengths should round up to (the
     /// text helpers' default bucket): fewer distinct shapes where an executor
     /// specializes per shape, none where padding is only wasted work. Default 1.

@@ -207,6 +207,11 @@ impl Backend for OrtBackend {
         self.pool.size()
     }
 
+    fn parallel_instances(&self) -> bool {
+        // Each CPU session runs on its own intra-op threads; a GPU provider's share the device.
+        self.provider == "CPUExecutionProvider"
+    }
+
     fn health(&self) -> Result<()> {
         Ok(())
     }

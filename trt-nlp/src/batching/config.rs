@@ -33,7 +33,7 @@ pub enum Grouping {
 /// config.max_queue_delay = Duration::from_millis(5);
 /// config.max_batch_tokens = Some(64 * 128);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct BatchingConfig {
     /// Most rows (texts) in one batch; at most the model's `max_batch`. Default 32.
@@ -54,6 +54,21 @@ pub struct BatchingConfig {
     pub max_batch_tokens: Option<usize>,
     /// How rows are chosen for a batch. Default [`Grouping::ByLength`].
     pub grouping: Grouping,
+    /// Least share of real tokens in a batch, `real / (rows * padded_len(longest))`
+    /// in `0.0..=1.0`: a row joins only if the batch stays at or above it (a
+    /// row alone always runs). On a CPU a padded token costs as much as a
+    /// real one, so e.g. 0.9 keeps batching from losing to unbatched runs.
+    /// Default 0.0: no limit.
+    pub min_padding_efficiency: f32,
+    /// Whether a cut takes at most its share of the queue, `ceil(queued rows
+    /// / workers)`, so that rows queued at once are spread over the workers
+    /// rather than all run by the first one free. Where a batch costs about
+    /// the sum of its rows (CPU sessions) one big batch leaves the other
+    /// workers' cores idle while its rows wait; on one shared device (a GPU)
+    /// big batches are what pays. Changes only how many rows a batch takes,
+    /// never when it is cut. `None` (default): the backend says
+    /// ([`parallel_instances`](crate::Backend::parallel_instances)).
+    pub spread_across_workers: Option<bool>,
     /// Most rows waiting at once; a request that would go past it is
     /// refused at once with [`SubmitError::Overloaded`](super::SubmitError::Overloaded). Default 4096.
     pub max_queue_size: usize,
@@ -76,6 +91,8 @@ impl Default for BatchingConfig {
             preferred_batch_sizes: Vec::new(),
             max_batch_tokens: None,
             grouping: Grouping::default(),
+            min_padding_efficiency: 0.0,
+            spread_across_workers: None,
             max_queue_size: 4096,
             priority_levels: 3,
             default_priority: 1,
@@ -97,6 +114,9 @@ impl BatchingConfig {
         }
         if self.max_batch_tokens == Some(0) {
             return bad("max_batch_tokens 0 admits no batch".into());
+        }
+        if !(0.0..=1.0).contains(&self.min_padding_efficiency) {
+            return bad(format!("min_padding_efficiency {} is outside 0.0..=1.0", self.min_padding_efficiency));
         }
         if self.max_queue_size == 0 {
             return bad("max_queue_size 0 admits no request".into());

@@ -10,7 +10,11 @@
 //! worker is busy, so a queued request fails on time even when the model is
 //! busy (Triton's timeout fires only after the running execution,
 //! triton#7512). A batch is cut only for an idle worker, so rows keep
-//! waiting (and grouping) in the queue rather than in a backlog.
+//! waiting (and grouping) in the queue rather than in a backlog. Where the
+//! backend's instances run side by side (CPU sessions), a cut takes at most
+//! its share of the queue per worker, so that one worker does not run
+//! everything queued while the others' cores idle (closed-loop clients
+//! otherwise fall into one convoy batch behind a single worker).
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
@@ -35,6 +39,9 @@ struct State {
     ready: VecDeque<Vec<Item>>,
     /// Workers with no batch.
     idle: usize,
+    /// Rows of a due batch that the share per worker left queued: due at the
+    /// next idle worker, whenever that is.
+    deferred: usize,
     /// No new request is accepted; the queue drains.
     closing: bool,
     /// The batcher has drained the queue and stopped.
@@ -54,6 +61,9 @@ struct Shared {
     backend: Arc<dyn Backend>,
     pipeline: Arc<TokenizerPipeline>,
     config: BatchingConfig,
+    /// Worker threads, and whether a cut takes only its share of the queue per worker.
+    workers: usize,
+    spread: bool,
     metrics: Arc<Metrics>,
     state: Mutex<State>,
     /// Wakes the batcher: a request arrived, a worker became idle, shutdown.
@@ -104,12 +114,16 @@ impl Scheduler {
     pub fn new(backend: Arc<dyn Backend>, pipeline: Arc<TokenizerPipeline>, config: BatchingConfig) -> Result<Self> {
         config.check(backend.layout(), &pipeline)?;
         let workers = config.workers.unwrap_or_else(|| backend.instances()).max(1);
+        let spread = config.spread_across_workers.unwrap_or_else(|| backend.parallel_instances());
         let shared = Arc::new(Shared {
+            workers,
+            spread,
             metrics: Arc::new(Metrics::new(config.max_batch_size)),
             state: Mutex::new(State {
                 queue: Queue::new(config.priority_levels),
                 ready: VecDeque::new(),
                 idle: workers,
+                deferred: 0,
                 closing: false,
                 batcher_done: false,
                 batcher_wakes_at: None,
@@ -267,11 +281,17 @@ impl Drop for Scheduler {
 /// nothing is queued; the next completion or arrival calls this again).
 fn cut_batches(s: &Shared, st: &mut State, now: Instant) -> Option<Instant> {
     let padded_len = |longest: usize| s.pipeline.padded_len(longest);
+    // Fixed for this round of cuts, so the rows queued now split evenly.
+    let share = if s.spread { st.queue.len().div_ceil(s.workers) } else { usize::MAX };
     while st.idle > 0 {
-        match decide(&st.queue, &s.config, &padded_len, now, st.closing) {
-            Decision::Idle => return None,
+        match decide(&st.queue, &s.config, &padded_len, now, st.closing || st.deferred > 0, share) {
+            Decision::Idle => {
+                st.deferred = 0;
+                return None;
+            }
             Decision::Wait(t) => return Some(t),
-            Decision::Cut(picks) => {
+            Decision::Cut { picks, deferred } => {
+                st.deferred = deferred;
                 let items = st.queue.take(&picks);
                 st.idle -= 1;
                 st.ready.push_back(items);
