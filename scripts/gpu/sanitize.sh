@@ -8,6 +8,7 @@
 #   cp target/debug/deps/cuda-<hash> .gpu/sanitize/cuda       # tests/cuda.rs: trt::cuda (streams, buffers, graphs)
 #   cp target/debug/deps/trt-<hash>  .gpu/sanitize/trt-lib    # trt's unit tests (the context work order)
 #   git rev-parse HEAD > .gpu/sanitize/commit.txt
+# (or compressed, to fit a call's 64 MiB: xz -T2 -c <binary> > .gpu/sanitize/<name>.xz)
 # (unstripped, so the sanitizers' backtraces name our functions). TensorRT-RTX
 # refuses the H200 (compute capability 9.0), so no engine executes there: these
 # are the tests whose CUDA work does run. Writes $OUT/<binary>-<tool>.log and
@@ -25,6 +26,10 @@ fi
 [ -n "$SAN" ] || { echo "sanitize.sh: compute-sanitizer not found (set COMPUTE_SANITIZER)" >&2; exit 1; }
 BINS=()
 for b in cuda trt-lib; do
+  if [ ! -x ".gpu/sanitize/$b" ] && [ -f ".gpu/sanitize/$b.xz" ]; then
+    python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' ".gpu/sanitize/$b.xz" ".gpu/sanitize/$b"
+    chmod +x ".gpu/sanitize/$b"
+  fi
   [ -x ".gpu/sanitize/$b" ] && BINS+=("$b") || echo "sanitize.sh: .gpu/sanitize/$b is missing (see the build steps at the top)" >&2
 done
 [ ${#BINS[@]} -gt 0 ] || exit 1
