@@ -19,8 +19,12 @@
 //!     thread each), one request per run, fed by a FIFO queue. The batcher
 //!     runs on the same pool (one worker per session, max batch
 //!     `BATCHING_BENCH_MAX_BATCH`, default 8, delay 0, length grouping, a
-//!     padding floor `BATCHING_BENCH_MIN_PADDING` (default 0.9) and the queue
-//!     spread over the workers (the CPU sessions say they run side by side);
+//!     padding floor `BATCHING_BENCH_MIN_PADDING` (default 0.9), a token
+//!     budget `BATCHING_BENCH_TOKENS` (default: max batch x the workload's
+//!     mean length, so that a batch of long texts costs no more than a full
+//!     batch of average ones and long texts do not wait behind each other)
+//!     and the queue spread over the workers (the CPU sessions say they run
+//!     side by side);
 //!     on a CPU a padded token costs as much as a real one and a batch
 //!     amortizes little, so small batches that pad little suit it).
 //!     Closed loop with 1, 8, 32, 128 clients; open loop with Poisson
@@ -37,7 +41,7 @@
 //! (default 3) and is preceded by a short warm-up. Env: `BATCHING_BENCH_CORES`
 //! (default: all), `BATCHING_BENCH_TEXTS` (600), `BATCHING_BENCH_SESSIONS_A` (2),
 //! `BATCHING_BENCH_CLIENTS_A` (256), `BATCHING_BENCH_MAX_BATCH` (8),
-//! `BATCHING_BENCH_MIN_PADDING` (0.9).
+//! `BATCHING_BENCH_MIN_PADDING` (0.9), `BATCHING_BENCH_TOKENS` (max batch x mean length).
 
 #[path = "batching_load.rs"]
 mod load;
@@ -107,12 +111,17 @@ fn main() {
     // (b) the batcher against the best unbatched configuration, on one pool of sessions.
     let max_batch = env_usize("BATCHING_BENCH_MAX_BATCH", 8);
     let floor = env_f64("BATCHING_BENCH_MIN_PADDING", 0.9) as f32;
+    let mean_len = rows.iter().map(trt_nlp::TokenRow::len).sum::<usize>().div_ceil(rows.len().max(1));
+    let tokens = env_usize("BATCHING_BENCH_TOKENS", max_batch * mean_len);
     let pool = ort(&model, cores, 1, max_batch);
     let mut config_b = batching(max_batch, Grouping::ByLength, cores);
     config_b.min_padding_efficiency = floor;
+    // Never below one longest row: submit refuses a row over the budget.
+    config_b.max_batch_tokens = Some(tokens.max(pipeline.padded_len(rows.iter().map(trt_nlp::TokenRow::len).max().unwrap_or(1))));
     let spread = config_b.spread_across_workers.unwrap_or_else(|| pool.parallel_instances());
     println!(
-        "-- (b) {cores} sessions x 1 intra-op thread; unbatched: one request per run; dynamic: max batch {max_batch}, delay 0, length grouping, padding floor {floor}, spread over workers {spread}"
+        "-- (b) {cores} sessions x 1 intra-op thread; unbatched: one request per run; dynamic: max batch {max_batch}, delay 0, length grouping, padding floor {floor}, token budget {:?}, spread over workers {spread}",
+        config_b.max_batch_tokens
     );
     let unbatched = Unbatched::new(pool.clone(), pipeline.clone(), rows.clone(), cores);
     let scheduler = Scheduler::new(pool.clone(), pipeline.clone(), config_b).unwrap();

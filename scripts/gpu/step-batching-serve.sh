@@ -9,7 +9,8 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 : "${OUT:?set OUT to the folder the logs go to}"
-git rev-parse HEAD 2>/dev/null > "$OUT/commit.txt" || cat .gpu/COMMIT > "$OUT/commit.txt" 2>/dev/null
+# The binaries' commit (written here when packing: git rev-parse --short HEAD > .gpu/COMMIT).
+cp .gpu/COMMIT "$OUT/commit.txt" 2>/dev/null || echo "no .gpu/COMMIT" > "$OUT/commit.txt"
 status=0
 bash scripts/gpu/batching.sh || status=1
 SERVE16_EMBED=0 bash scripts/gpu/serve16.sh || status=1
