@@ -36,13 +36,14 @@ done
 { "$SAN" --version; nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader; cat .gpu/sanitize/commit.txt 2>/dev/null; } >"$OUT/sanitize-env.txt" 2>&1
 status=0
 : >"$OUT/sanitize-summary.txt"
+# SAN_TOOLS: which tools (default all four); SAN_TIMEOUT: seconds per binary and tool (900).
 for b in "${BINS[@]}"; do
-  for tool in memcheck racecheck synccheck initcheck; do
+  for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
     extra=()
     [ "$tool" = memcheck ] && extra=(--leak-check full)
     log="$OUT/$b-$tool.log"
     # Each test binary is bounded by its own tests; timeout is a last resort.
-    timeout 900 "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 100 \
+    timeout "${SAN_TIMEOUT:-900}" "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 100 \
       ".gpu/sanitize/$b" --include-ignored --test-threads=1 >"$log" 2>&1
     rc=$?
     [ $rc -ne 0 ] && status=1
