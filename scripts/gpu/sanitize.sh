@@ -39,12 +39,21 @@ status=0
 # SAN_TOOLS: which tools (default all four); SAN_TIMEOUT: seconds per binary and tool (900).
 for b in "${BINS[@]}"; do
   for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
-    extra=()
-    [ "$tool" = memcheck ] && extra=(--leak-check full)
+    extra=() skip=()
+    # The tests provoke CUDA API errors on purpose (a timing query on a
+    # no-timing event, a sync inside a capture) and check that each comes back
+    # as a typed error; memcheck would count those as errors. Memory errors
+    # and leaks are what memcheck is run for here.
+    [ "$tool" = memcheck ] && extra=(--leak-check full --report-api-errors "${SAN_API_ERRORS:-no}")
+    # Under initcheck only, this test's free-memory check saw 1280 MiB less
+    # after 20 rounds of 512 MiB (64 MiB a round: one bit of initcheck's
+    # shadow state per byte, it seems), while memcheck's leak check over the
+    # same test finds 0 bytes leaked (docs/measurements/h200-2026-12-01/sanitize-1).
+    [ "$tool" = initcheck ] && [ "$b" = cuda ] && skip=(--skip no_memory_is_kept_after_drops)
     log="$OUT/$b-$tool.log"
     # Each test binary is bounded by its own tests; timeout is a last resort.
     timeout "${SAN_TIMEOUT:-900}" "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 100 \
-      ".gpu/sanitize/$b" --include-ignored --test-threads=1 >"$log" 2>&1
+      ".gpu/sanitize/$b" --include-ignored --test-threads=1 "${skip[@]}" >"$log" 2>&1
     rc=$?
     [ $rc -ne 0 ] && status=1
     {
