@@ -58,7 +58,7 @@ for b in "${BINS[@]}"; do
     [ $rc -ne 0 ] && status=1
     {
       echo "== $b $tool: exit $rc"
-      grep -E 'ERROR SUMMARY|LEAK SUMMARY|^test result:' "$log" || echo "(no summary line: see $log)"
+      grep -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|^test result:' "$log" || echo "(no summary line: see $log)"
     } | tee -a "$OUT/sanitize-summary.txt"
   done
 done
