@@ -16,7 +16,6 @@
 //! everything queued while the others' cores idle (closed-loop clients
 //! otherwise fall into one convoy batch behind a single worker).
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -35,10 +34,11 @@ use crate::{Backend, Error, Result, TokenizerPipeline};
 /// What the scheduler's threads share, under one lock.
 struct State {
     queue: Queue,
-    /// Batches cut and not yet taken by a worker.
-    ready: VecDeque<Vec<Item>>,
-    /// Workers with no batch.
-    idle: usize,
+    /// Per worker: the batch cut for it and not yet taken.
+    mailbox: Vec<Option<Vec<Item>>>,
+    /// Workers with no batch, the one idle most recently last: a cut goes to
+    /// it, whose thread and core are still warm, and the others stay asleep.
+    idle: Vec<usize>,
     /// Rows of a due batch that the share per worker left queued: due at the
     /// next idle worker, whenever that is.
     deferred: usize,
@@ -68,8 +68,8 @@ struct Shared {
     state: Mutex<State>,
     /// Wakes the batcher: a request arrived, a worker became idle, shutdown.
     batcher_wake: Condvar,
-    /// Wakes a worker: a batch is ready, or the batcher stopped.
-    worker_wake: Condvar,
+    /// Per worker: a batch is in its mailbox, or the batcher stopped.
+    worker_wake: Vec<Condvar>,
 }
 
 impl Shared {
@@ -121,8 +121,8 @@ impl Scheduler {
             metrics: Arc::new(Metrics::new(config.max_batch_size)),
             state: Mutex::new(State {
                 queue: Queue::new(config.priority_levels),
-                ready: VecDeque::new(),
-                idle: workers,
+                mailbox: (0..workers).map(|_| None).collect(),
+                idle: (0..workers).rev().collect(),
                 deferred: 0,
                 closing: false,
                 batcher_done: false,
@@ -132,7 +132,7 @@ impl Scheduler {
             pipeline,
             config,
             batcher_wake: Condvar::new(),
-            worker_wake: Condvar::new(),
+            worker_wake: (0..workers).map(|_| Condvar::new()).collect(),
         });
         let scheduler = Scheduler { shared, threads: Mutex::new(Vec::new()) };
         let spawn = |name: String, body: Box<dyn FnOnce() + Send>| {
@@ -146,7 +146,7 @@ impl Scheduler {
         threads.push(spawn("trt-nlp-batcher".into(), Box::new(move || batcher(&s)))?);
         for i in 0..workers {
             let s = Arc::clone(&scheduler.shared);
-            threads.push(spawn(format!("trt-nlp-worker-{i}"), Box::new(move || worker(&s)))?);
+            threads.push(spawn(format!("trt-nlp-worker-{i}"), Box::new(move || worker(&s, i)))?);
         }
         *scheduler.threads.lock().unwrap_or_else(PoisonError::into_inner) = threads;
         Ok(scheduler)
@@ -283,7 +283,7 @@ fn cut_batches(s: &Shared, st: &mut State, now: Instant) -> Option<Instant> {
     let padded_len = |longest: usize| s.pipeline.padded_len(longest);
     // Fixed for this round of cuts, so the rows queued now split evenly.
     let share = if s.spread { st.queue.len().div_ceil(s.workers) } else { usize::MAX };
-    while st.idle > 0 {
+    while let Some(&w) = st.idle.last() {
         match decide(&st.queue, &s.config, &padded_len, now, st.closing || st.deferred > 0, share) {
             Decision::Idle => {
                 st.deferred = 0;
@@ -293,9 +293,9 @@ fn cut_batches(s: &Shared, st: &mut State, now: Instant) -> Option<Instant> {
             Decision::Cut { picks, deferred } => {
                 st.deferred = deferred;
                 let items = st.queue.take(&picks);
-                st.idle -= 1;
-                st.ready.push_back(items);
-                s.worker_wake.notify_one();
+                st.idle.pop();
+                st.mailbox[w] = Some(items);
+                s.worker_wake[w].notify_one();
             }
         }
     }
@@ -324,31 +324,35 @@ fn batcher(s: &Shared) {
     }
     st.batcher_done = true;
     drop(st);
-    s.worker_wake.notify_all();
+    s.worker_wake.iter().for_each(Condvar::notify_one);
 }
 
-/// A worker thread: runs ready batches until the batcher has stopped and none is left.
-fn worker(s: &Shared) {
+/// Worker `w`'s thread: runs the batches cut for it until the batcher has
+/// stopped and none is left. It reports itself idle as soon as the backend
+/// returns, before handing out the rows, so that a caller who submits again
+/// at once finds this warm worker free rather than waking a cold one.
+fn worker(s: &Shared, w: usize) {
     loop {
         let items = {
             let mut st = s.lock();
             loop {
-                if let Some(items) = st.ready.pop_front() {
+                if let Some(items) = st.mailbox[w].take() {
                     break items;
                 }
                 if st.batcher_done {
                     return;
                 }
-                st = s.worker_wake.wait(st).unwrap_or_else(PoisonError::into_inner);
+                st = s.worker_wake[w].wait(st).unwrap_or_else(PoisonError::into_inner);
             }
         };
-        run_batch(&*s.backend, &s.pipeline, &s.metrics, items);
-        let mut st = s.lock();
-        st.idle += 1;
-        let wait = cut_batches(s, &mut st, Instant::now());
-        // While draining, the batcher must see the queue empty to stop.
-        if st.closing || wait.is_some_and(|t| st.sooner_than_batcher(t)) {
-            s.batcher_wake.notify_one();
-        }
+        run_batch(&*s.backend, &s.pipeline, &s.metrics, items, &mut || {
+            let mut st = s.lock();
+            st.idle.push(w);
+            let wait = cut_batches(s, &mut st, Instant::now());
+            // While draining, the batcher must see the queue empty to stop.
+            if st.closing || wait.is_some_and(|t| st.sooner_than_batcher(t)) {
+                s.batcher_wake.notify_one();
+            }
+        });
     }
 }

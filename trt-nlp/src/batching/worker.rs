@@ -22,11 +22,16 @@ use crate::{Backend, BatchLayout, Error, Result, TokenRow, TokenizerPipeline};
 /// One row's outputs, by name.
 type RowOutputs = Vec<(String, ArrayD<f32>)>;
 
-/// Runs `items` as one batch and completes (or fails) their requests.
-pub(crate) fn run_batch(backend: &dyn Backend, pipeline: &TokenizerPipeline, metrics: &Metrics, items: Vec<Item>) {
+/// Runs `items` as one batch and completes (or fails) their requests;
+/// `backend_done` runs once the backend is free again (also when every row
+/// was cancelled), before the rows are handed out.
+pub(crate) fn run_batch(backend: &dyn Backend, pipeline: &TokenizerPipeline, metrics: &Metrics, items: Vec<Item>, backend_done: &mut dyn FnMut()) {
     // Cancelled since the cut: skipped, not computed.
     let live: Vec<Item> = items.into_iter().filter(|it| !it.request.is_finished()).collect();
-    let Some(shortest) = live.iter().min_by_key(|it| it.len) else { return };
+    let Some(shortest) = live.iter().min_by_key(|it| it.len) else {
+        backend_done();
+        return;
+    };
     let started = Instant::now();
     let mut rows: Vec<&TokenRow> = live.iter().map(|it| &it.request.rows[it.row]).collect();
     // A model whose profile needs more rows gets copies of the shortest; their outputs are dropped.
@@ -45,6 +50,7 @@ pub(crate) fn run_batch(backend: &dyn Backend, pipeline: &TokenizerPipeline, met
         })
     }));
     let compute = started.elapsed();
+    backend_done();
     match outcome {
         Ok(Ok(())) if per_row.len() == live.len() => {
             let real: usize = live.iter().map(|it| it.len).sum();
