@@ -10,7 +10,7 @@ use crate::{ModelLayout, Padding, Result, TokenizerPipeline, Truncation};
 
 /// Tokenizer settings for [`Classifier`](crate::Classifier) and
 /// [`Embedder`](crate::Embedder).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct HelperOptions {
     /// Tokenizer threads. Default: [`crate::default_threads`].
     pub threads: Option<usize>,
@@ -21,12 +21,6 @@ pub struct HelperOptions {
     pub bucket: Option<usize>,
     /// Reject texts longer than the model allows instead of truncating them.
     pub reject_long_texts: bool,
-}
-
-impl Default for HelperOptions {
-    fn default() -> Self {
-        HelperOptions { threads: None, bucket: None, reject_long_texts: false }
-    }
 }
 
 impl HelperOptions {
