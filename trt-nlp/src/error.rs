@@ -111,6 +111,11 @@ pub enum Error {
     #[error("invalid pipeline configuration: {0}")]
     InvalidConfig(String),
 
+    /// A backend cannot run on this machine at all (no CUDA driver for
+    /// TensorRT); the model file itself may be fine.
+    #[error("{backend} cannot run on this machine: {reason}")]
+    BackendUnavailable { backend: &'static str, reason: String },
+
     /// The thread pool could not be started.
     #[error("cannot start the tokenizer thread pool: {0}")]
     ThreadPool(#[from] rayon::ThreadPoolBuildError),
