@@ -114,7 +114,12 @@ pub enum Error {
     /// A backend cannot run on this machine at all (no CUDA driver for
     /// TensorRT); the model file itself may be fine.
     #[error("{backend} cannot run on this machine: {reason}")]
-    BackendUnavailable { backend: &'static str, reason: String },
+    BackendUnavailable {
+        /// `"TensorRT"`, ...
+        backend: &'static str,
+        /// Why, e.g. `"no CUDA driver on this machine"`.
+        reason: String,
+    },
 
     /// The thread pool could not be started.
     #[error("cannot start the tokenizer thread pool: {0}")]

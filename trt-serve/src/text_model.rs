@@ -227,13 +227,17 @@ impl TextModel {
         for o in &self.outputs {
             let (shape, values) = match &o.source {
                 Source::Engine(name) => {
-                    let all = outs.get(name)?.to_f32();
-                    let mut shape = all.shape().to_vec();
+                    // The request's rows only, converted to f32 in one copy.
+                    let rows = ndarray::Slice::from(..real);
+                    let view = outs.get(name)?;
+                    let mut shape = view.shape().to_vec();
                     shape[0] = real;
-                    let per_row: usize = shape[1..].iter().product();
-                    let values = all.as_slice().map(|s| s[..real * per_row].to_vec()).unwrap_or_else(|| {
-                        all.iter().take(real * per_row).copied().collect()
-                    });
+                    let values: Vec<f32> = match view {
+                        OutputView::F32(v) => v.slice_axis(ndarray::Axis(0), rows).iter().copied().collect(),
+                        OutputView::F16(v) => v.slice_axis(ndarray::Axis(0), rows).iter().map(|&x| f32::from(x)).collect(),
+                        OutputView::BF16(v) => v.slice_axis(ndarray::Axis(0), rows).iter().map(|&x| f32::from(x)).collect(),
+                        _ => return Err(trt_nlp::Error::InvalidConfig(format!("output '{name}' has an element type this server does not read"))),
+                    };
                     (shape, values)
                 }
                 Source::Pooled(name) => {
