@@ -14,63 +14,37 @@
 //! Runtime intra-op threads per session; 0: one per core),
 //! `SERVE_BENCH_INSTANCES` (sessions per model, 1), `SERVE_BENCH_MAX_BATCH` (32),
 //! `SERVE_BENCH_DELAY_US` (dynamic batching's max_queue_delay, 1000).
+//!
+//! Baseline: with `SERVE_BENCH_TEI=/path/to/text-embeddings-router`, after
+//! trt serve has stopped, HuggingFace text-embeddings-inference serves the
+//! same model folder (ONNX Runtime backend, mean pooling; `ORT_DYLIB_PATH` or
+//! the setup folder's library) and the same bodies' texts go to its `/embed`
+//! at the same concurrencies through the same client. Printed: the cosine of
+//! both servers' embeddings of the first texts (same model?), TEI's flags,
+//! its levels, `ratio_trt_serve_vs_tei_c{C}` (best of batched and direct over
+//! TEI, throughput) and the three p99s side by side.
 
 #[path = "../tests/common/serve.rs"]
 mod serve;
+#[path = "support/http1.rs"]
+mod http1;
+#[path = "support/tei.rs"]
+mod tei;
 #[path = "support/texts.rs"]
 mod texts;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use http1::Conn;
 use serve::{add_model, text_config, Server};
 
 fn env_num(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// One keep-alive HTTP/1.1 connection.
-struct Conn {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
-}
-
-impl Conn {
-    fn open(addr: &str) -> std::io::Result<Conn> {
-        let s = TcpStream::connect(addr)?;
-        s.set_nodelay(true)?;
-        s.set_read_timeout(Some(Duration::from_secs(60)))?;
-        Ok(Conn { reader: BufReader::new(s.try_clone()?), writer: s })
-    }
-
-    /// POSTs `body`; returns the status and drains the response body.
-    fn post(&mut self, host: &str, path: &str, body: &[u8]) -> std::io::Result<u16> {
-        write!(self.writer, "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len())?;
-        self.writer.write_all(body)?;
-        let mut line = String::new();
-        self.reader.read_line(&mut line)?;
-        let status: u16 = line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
-        let mut len = 0usize;
-        loop {
-            line.clear();
-            self.reader.read_line(&mut line)?;
-            if line == "\r\n" || line.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = line.split_once(':') {
-                if k.eq_ignore_ascii_case("content-length") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-        }
-        let mut sink = vec![0u8; len];
-        self.reader.read_exact(&mut sink)?;
-        Ok(status)
-    }
 }
 
 struct Level {
@@ -87,16 +61,15 @@ fn percentile(sorted: &[Duration], q: f64) -> Duration {
     sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1]
 }
 
-/// `concurrency` clients, each sending one request at a time, until
-/// `requests` are sent or `limit` has passed.
-fn load(addr: &str, model: &str, bodies: &Arc<Vec<Vec<u8>>>, concurrency: usize, requests: usize, limit: Duration) -> Level {
+/// `concurrency` clients, each POSTing one of `bodies` to `path` at a time,
+/// until `requests` are sent or `limit` has passed.
+fn load(addr: &str, path: &str, bodies: &Arc<Vec<Vec<u8>>>, concurrency: usize, requests: usize, limit: Duration) -> Level {
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let deadline = started + limit;
-    let path = format!("/v2/models/{model}/infer");
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
-            let (next, bodies, addr, path) = (next.clone(), bodies.clone(), addr.to_string(), path.clone());
+            let (next, bodies, addr, path) = (next.clone(), bodies.clone(), addr.to_string(), path.to_string());
             std::thread::spawn(move || {
                 let mut lat = Vec::new();
                 let mut failed = 0;
@@ -111,7 +84,7 @@ fn load(addr: &str, model: &str, bodies: &Arc<Vec<Vec<u8>>>, concurrency: usize,
                         Some(c) => c.post(&addr, &path, &bodies[i % bodies.len()]),
                         None => Err(std::io::Error::other("no connection")),
                     };
-                    match status {
+                    match status.map(|(code, _)| code) {
                         Ok(200) => lat.push(t.elapsed()),
                         Ok(_) => failed += 1,
                         Err(_) => {
@@ -136,10 +109,65 @@ fn load(addr: &str, model: &str, bodies: &Arc<Vec<Vec<u8>>>, concurrency: usize,
     Level { done: latencies.len(), failed, elapsed, latencies }
 }
 
+/// Throughput and latency of one level, printed the same for either server.
+struct Measured {
+    rps: f64,
+    p50: Duration,
+    p99: Duration,
+}
+
+fn measure(label: &str, addr: &str, path: &str, bodies: &Arc<Vec<Vec<u8>>>, c: usize, requests: usize, limit: Duration) -> Measured {
+    let l = load(addr, path, bodies, c, requests, limit);
+    let m = Measured { rps: l.done as f64 / l.elapsed.as_secs_f64(), p50: percentile(&l.latencies, 0.5), p99: percentile(&l.latencies, 0.99) };
+    println!(
+        "{label:8} c={c:<4} requests/s {:8.1}  p50 {:7.2} ms  p99 {:7.2} ms  ok {} failed {}  ({:.1} s)",
+        m.rps,
+        m.p50.as_secs_f64() * 1e3,
+        m.p99.as_secs_f64() * 1e3,
+        l.done,
+        l.failed,
+        l.elapsed.as_secs_f64()
+    );
+    m
+}
+
+/// The embeddings a server returns for `bodies` (one text each), parsed by `pick`.
+fn embeddings(addr: &str, path: &str, bodies: &[Vec<u8>], pick: fn(&serde_json::Value) -> Option<Vec<f64>>) -> Vec<Vec<f64>> {
+    let mut conn = Conn::open(addr).expect("connect for the embedding check");
+    bodies
+        .iter()
+        .map(|b| {
+            let (code, body) = conn.post(addr, path, b).expect("embedding request");
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            pick(&v).filter(|_| code == 200).unwrap_or_else(|| panic!("{path} answered {code}: {}", String::from_utf8_lossy(&body)))
+        })
+        .collect()
+}
+
+fn floats(v: &serde_json::Value) -> Option<Vec<f64>> {
+    v.as_array()?.iter().map(|x| x.as_f64()).collect()
+}
+
+fn cosine(a: &[f64], b: &[f64]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    dot / (norm(a) * norm(b)).max(1e-12)
+}
+
+/// The ONNX Runtime library TEI loads: `ORT_DYLIB_PATH` when it names a
+/// file, else the setup folder's (what scripts/setup installs).
+fn ort_library(deps: &Path) -> PathBuf {
+    match std::env::var_os("ORT_DYLIB_PATH").map(PathBuf::from) {
+        Some(p) if p.is_file() => p,
+        _ => deps.join("lib/onnxruntime/libonnxruntime.so.1.31.1"),
+    }
+}
+
 fn main() {
     let deps = std::env::var_os("TRT_DEPS_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps")));
     let model_dir = std::env::var_os("SERVE_BENCH_MODEL_DIR").map(PathBuf::from).unwrap_or_else(|| serve::minilm(&deps));
     let trt = std::env::var_os("SERVE_BENCH_TRT").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_trt")));
+    let tei_binary = std::env::var_os("SERVE_BENCH_TEI").filter(|v| !v.is_empty()).map(PathBuf::from);
     let levels: Vec<usize> = std::env::var("SERVE_BENCH_CONCURRENCY")
         .unwrap_or_else(|_| "1,8,32,128".into())
         .split(',')
@@ -149,6 +177,7 @@ fn main() {
     let limit = Duration::from_secs(env_num("SERVE_BENCH_SECONDS", 15) as u64);
     let (instances, max_batch, delay) = (env_num("SERVE_BENCH_INSTANCES", 1), env_num("SERVE_BENCH_MAX_BATCH", 32), env_num("SERVE_BENCH_DELAY_US", 1000));
     let threads = env_num("SERVE_BENCH_THREADS", 0).to_string();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
 
     let repo = tempfile::tempdir().expect("temp dir");
     let group = format!("instance_group [ {{ count: {instances} }} ]");
@@ -159,43 +188,29 @@ fn main() {
     let server = Server::start(&trt, repo.path(), &["--threads", &threads, "--max-queue", "4096"], Duration::from_secs(300));
 
     let tokenizer = tokenizers::Tokenizer::from_file(model_dir.join("tokenizer.json")).expect("tokenizer.json");
-    let bodies: Arc<Vec<Vec<u8>>> = Arc::new(
-        texts::generate_texts(&tokenizer, 512)
-            .into_iter()
-            .map(|t| {
-                serde_json::to_vec(&serde_json::json!({
-                    "inputs": [{ "name": "text", "shape": [1, 1], "datatype": "BYTES", "data": [t] }],
-                    "outputs": [{ "name": "embedding" }],
-                }))
-                .unwrap()
-            })
-            .collect(),
-    );
+    let texts = texts::generate_texts(&tokenizer, 512);
+    let to_bodies = |f: &dyn Fn(&str) -> serde_json::Value| Arc::new(texts.iter().map(|t| serde_json::to_vec(&f(t)).unwrap()).collect::<Vec<_>>());
+    let bodies = to_bodies(&|t| {
+        serde_json::json!({
+            "inputs": [{ "name": "text", "shape": [1, 1], "datatype": "BYTES", "data": [t] }],
+            "outputs": [{ "name": "embedding" }],
+        })
+    });
     println!(
-        "serve_load: single-text embedding requests, HTTP/1.1 JSON on loopback; ONNX Runtime, {instances} session(s), intra threads {threads} (0: per core), max_batch {max_batch}, delay {delay} us; {} cores",
-        std::thread::available_parallelism().map_or(0, |n| n.get())
+        "serve_load: single-text embedding requests, HTTP/1.1 JSON on loopback; ONNX Runtime, {instances} session(s), intra threads {threads} (0: per core), max_batch {max_batch}, delay {delay} us; {cores} cores"
     );
-    let mut throughput = std::collections::BTreeMap::new();
+    let mut results = std::collections::BTreeMap::new();
     for model in ["direct", "batched"] {
+        let path = format!("/v2/models/{model}/infer");
         // Warm-up outside the measurement.
-        load(&server.http, model, &bodies, 4, 64, Duration::from_secs(30));
+        load(&server.http, &path, &bodies, 4, 64, Duration::from_secs(30));
         for &c in &levels {
-            let l = load(&server.http, model, &bodies, c, requests, limit);
-            let rps = l.done as f64 / l.elapsed.as_secs_f64();
-            println!(
-                "{model:8} c={c:<4} requests/s {rps:8.1}  p50 {:7.2} ms  p99 {:7.2} ms  ok {} failed {}  ({:.1} s)",
-                percentile(&l.latencies, 0.5).as_secs_f64() * 1e3,
-                percentile(&l.latencies, 0.99).as_secs_f64() * 1e3,
-                l.done,
-                l.failed,
-                l.elapsed.as_secs_f64()
-            );
-            throughput.insert((model, c), rps);
+            results.insert((model, c), measure(model, &server.http, &path, &bodies, c, requests, limit));
         }
     }
     for &c in &levels {
-        let (d, b) = (throughput[&("direct", c)], throughput[&("batched", c)]);
-        println!("ratio_batched_vs_direct_c{c}: {:.2}", b / d.max(1e-9));
+        let (d, b) = (&results[&("direct", c)], &results[&("batched", c)]);
+        println!("ratio_batched_vs_direct_c{c}: {:.2}", b.rps / d.rps.max(1e-9));
     }
     let metrics = server.metrics.clone();
     if let Ok(mut s) = TcpStream::connect(&metrics) {
@@ -206,6 +221,32 @@ fn main() {
             println!("{line}");
         }
     }
+    const CHECKED: usize = 8;
+    let kserve_embedding = |v: &serde_json::Value| floats(&v["outputs"][0]["data"]);
+    let ours = tei_binary.as_ref().map(|_| embeddings(&server.http, "/v2/models/direct/infer", &bodies[..CHECKED], kserve_embedding));
+    // trt serve stops before TEI starts: the two never share the cores.
     let status = server.terminate(Duration::from_secs(60));
     assert!(status.success(), "trt serve exited with {status}");
+
+    let (Some(tei_binary), Some(ours)) = (tei_binary, ours) else { return };
+    let settings = tei::TeiSettings::from_env(cores, levels.iter().copied().max().unwrap_or(1));
+    let library = ort_library(&deps);
+    let tei = tei::Tei::start(&tei_binary, &model_dir, repo.path(), &library, &settings, Duration::from_secs(300));
+    println!("tei: {} {}; ORT_DYLIB_PATH={}", tei_binary.display(), settings.describe(), library.display());
+    let tei_bodies = to_bodies(&|t| serde_json::json!({ "inputs": t }));
+    let theirs = embeddings(&tei.http, "/embed", &tei_bodies[..CHECKED], |v| floats(&v[0]));
+    let min_cos = ours.iter().zip(&theirs).map(|(a, b)| cosine(a, b)).fold(f64::INFINITY, f64::min);
+    println!("tei_embedding_check: min cosine {min_cos:.6} over {CHECKED} texts (trt serve's `embedding` vs TEI's /embed)");
+    load(&tei.http, "/embed", &tei_bodies, 4, 64, Duration::from_secs(30));
+    for &c in &levels {
+        results.insert(("tei", c), measure("tei", &tei.http, "/embed", &tei_bodies, c, requests, limit));
+    }
+    drop(tei);
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    for &c in &levels {
+        let (d, b, t) = (&results[&("direct", c)], &results[&("batched", c)], &results[&("tei", c)]);
+        let (best, name) = if b.rps >= d.rps { (b, "batched") } else { (d, "direct") };
+        println!("ratio_trt_serve_vs_tei_c{c}: {:.2} ({name}; batched {:.2}, direct {:.2})", best.rps / t.rps.max(1e-9), b.rps / t.rps.max(1e-9), d.rps / t.rps.max(1e-9));
+        println!("p99_c{c}: batched {:.2} ms  direct {:.2} ms  tei {:.2} ms", ms(b.p99), ms(d.p99), ms(t.p99));
+    }
 }
