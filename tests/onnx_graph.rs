@@ -108,7 +108,8 @@ fn element_types_are_inferred_for_every_tensor_of_the_default_model() {
 
 /// Found by the `onnx_reader` fuzz target: dims whose product passes usize
 /// (or whose byte size does) panicked with an overflow in debug builds and
-/// wrapped in release; they are a typed tensor error now.
+/// wrapped in release; they are a typed tensor error now, and a zero
+/// dimension still makes an empty tensor.
 #[test]
 fn initializer_dims_past_memory_are_a_tensor_error_not_an_overflow() {
     use trt_onnx::graph::proto::TensorProto;
@@ -128,4 +129,9 @@ fn initializer_dims_past_memory_are_a_tensor_error_not_an_overflow() {
     assert_eq!(tensor::numel(&t(tensor::INT8, vec![1 << 40, 1 << 40])), None);
     assert_eq!(tensor::numel(&t(tensor::INT8, vec![-1, 2])), None);
     assert_eq!(tensor::numel(&t(tensor::INT8, vec![2, 3])), Some(6));
+    // A zero dimension makes the tensor empty even after dims whose product passes i64
+    // (the fuzzer's second finding: 10 x 4 x ... x 128946418 x 15 x 0).
+    assert_eq!(tensor::numel(&t(tensor::FLOAT, vec![1 << 40, 1 << 40, 0])), Some(0));
+    let empty = TensorProto { raw_data: None, ..t(tensor::FLOAT, vec![1 << 20, 0]) };
+    assert_eq!(tensor::to_f32(&empty).unwrap().shape(), [1 << 20, 0]);
 }

@@ -27,8 +27,13 @@ fn typed(e: &Error) {
     assert!(!e.to_string().is_empty(), "empty error message: {e:?}");
 }
 
+/// The element count of dims: `None` for a negative dimension or a count past usize; 0 with a zero dimension.
 fn elements(dims: &[i64]) -> Option<usize> {
-    dims.iter().try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
+    let dims: Vec<usize> = dims.iter().map(|&d| usize::try_from(d).ok()).collect::<Option<_>>()?;
+    if dims.contains(&0) {
+        return Some(0);
+    }
+    dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
 }
 
 fuzz_target!(|data: &[u8]| {

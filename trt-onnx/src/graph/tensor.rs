@@ -50,10 +50,13 @@ fn shape(t: &TensorProto) -> Result<(Vec<usize>, usize)> {
             usize::try_from(d).map_err(|_| tensor_error(t, format!("negative dimension {d}")))
         })
         .collect::<Result<Vec<usize>>>()?;
-    let count = dims
-        .iter()
-        .try_fold(1usize, |n, &d| n.checked_mul(d))
-        .ok_or_else(|| tensor_error(t, format!("dims {dims:?} hold more elements than memory can")))?;
+    // A zero dimension makes the tensor empty, whatever comes before it.
+    let count = if dims.contains(&0) {
+        Some(0)
+    } else {
+        dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
+    }
+    .ok_or_else(|| tensor_error(t, format!("dims {dims:?} hold more elements than memory can")))?;
     Ok((dims, count))
 }
 
@@ -207,7 +210,11 @@ pub fn scalar_f32(name: &str, v: f32) -> TensorProto {
 
 /// The number of elements; `None` for a negative dimension or a count past `i64`.
 pub fn numel(t: &TensorProto) -> Option<i64> {
-    t.dims
-        .iter()
-        .try_fold(1i64, |n, &d| if d < 0 { None } else { n.checked_mul(d) })
+    if t.dims.iter().any(|&d| d < 0) {
+        return None;
+    }
+    if t.dims.contains(&0) {
+        return Some(0);
+    }
+    t.dims.iter().try_fold(1i64, |n, &d| n.checked_mul(d))
 }
