@@ -6,7 +6,8 @@ hundred bytes each, so libFuzzer mutates them quickly), plus graphs that are
 valid protobuf but wrong ONNX (a dangling input, a missing opset, an unknown
 operator, external data that does not exist). The plan, timing-cache and engine-cache seeds are built from
 those graphs by the `trt` command (`trt build`), the tokenizer seeds are texts
-in the target's input format. Run with the setup venv:
+in the target's input format, and so are the server's (HTTP bodies, gRPC messages
+written field by field, config.pbtxt texts). Run with the setup venv:
     cargo build -p trt-cli && .deps/venv/bin/python fuzz/make_seeds.py target/debug/trt
 The output is committed; rerun only to change the seeds.
 """
@@ -137,6 +138,119 @@ def tokenizer_seeds():
     write("tokenizer_pipeline", "empty_batch", seed(9, 0, 0, 0, 0, 0, []))
 
 
+def reader_seeds():
+    """Graphs for trt-onnx's reader beyond the parser's: what its later steps
+    (types, topological sort, initializer values) have to refuse or handle."""
+    yield "cycle", model("cyc", [helper.make_node("Relu", ["b"], ["a"], name="r1"),
+                                 helper.make_node("Relu", ["a"], ["b"], name="r2")], [], [vi("b", F, [2])])
+    yield "out_of_order", model("ooo", [helper.make_node("Relu", ["h"], ["y"]), helper.make_node("Neg", ["x"], ["h"])],
+                                [vi("x", F, [2])], [vi("y", F, [2])])
+    c = helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.ones([2], np.float32), "cv"))
+    yield "constant_value_info", helper.make_model(
+        helper.make_graph([c, helper.make_node("Add", ["x", "c"], ["y"])], "c", [vi("x", F, [2])], [vi("y", F, [2])],
+                          value_info=[vi("c", F, [2])]), opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    typed = [TensorProto(name="f", data_type=F, dims=[2], float_data=[1.0, 2.0]),
+             TensorProto(name="i", data_type=TensorProto.INT64, dims=[3], int64_data=[1, 2, 3]),
+             TensorProto(name="h", data_type=TensorProto.FLOAT16, dims=[1], int32_data=[15360]),
+             TensorProto(name="d", data_type=TensorProto.DOUBLE, dims=[1], double_data=[0.5]),
+             TensorProto(name="short", data_type=F, dims=[4], raw_data=b"\0" * 12),
+             TensorProto(name="negative", data_type=F, dims=[-1, 2], raw_data=b"\0" * 8),
+             TensorProto(name="huge", data_type=TensorProto.INT8, dims=[1 << 40, 1 << 40], raw_data=b"\0")]
+    yield "initializer_kinds", model("init", [helper.make_node("Add", ["x", "f"], ["y"])], [vi("x", F, [2])],
+                                     [vi("y", F, [2])], typed)
+    yield "no_ir_version", onnx.ModelProto(graph=helper.make_graph([], "g", [], []))
+
+
+def kserve_seeds():
+    """HTTP bodies: flags byte (bit 0: Inference-Header-Content-Length sent, bit 1: small
+    limits), the header's value (u16 LE), then the body (fuzz_targets/kserve_http.rs)."""
+    def seed(body, json_len=None, small=False):
+        flags = (1 if json_len is not None else 0) | (2 if small else 0)
+        return struct.pack("<BH", flags, json_len or 0) + body
+    def elements(texts):
+        return b"".join(struct.pack("<I", len(t)) + t for t in texts)
+    texts = ["Hello, world!".encode(), "caf\u00e9 \u4e2d\u6587".encode()]
+    j = json.dumps({"id": "1", "inputs": [{"name": "text", "shape": [2, 1], "datatype": "BYTES",
+                                           "data": [t.decode() for t in texts]}]}).encode()
+    write("kserve_http", "json_texts", seed(j))
+    binary = elements(texts)
+    head = json.dumps({"inputs": [{"name": "text", "shape": [2, 1], "datatype": "BYTES",
+                                   "parameters": {"binary_data_size": len(binary)}}],
+                       "outputs": [{"name": "embedding", "parameters": {"binary_data": True}}],
+                       "parameters": {"binary_data_output": True, "priority": 1, "timeout": 100000}}).encode()
+    write("kserve_http", "binary_texts", seed(head + binary, len(head)))
+    floats = struct.pack("<4f", 1, 2, 3, 4)
+    head = json.dumps({"inputs": [{"name": "text", "shape": [1, 1], "datatype": "BYTES", "data": [["x"]]},
+                                  {"name": "n", "shape": [2, 2], "datatype": "FP32",
+                                   "parameters": {"binary_data_size": 16}}],
+                       "outputs": [{"name": "last_hidden_state", "parameters": {"classification": 2}}]}).encode()
+    write("kserve_http", "mixed_json_binary", seed(head + floats, len(head)))
+    typed = json.dumps({"inputs": [{"name": t, "shape": [2], "datatype": t, "data": v} for t, v in (
+        ("BOOL", [True, False]), ("INT8", [-128, 127]), ("UINT16", [0, 65535]), ("INT64", [-1, 2]),
+        ("FP16", [0.5, 70000]), ("BF16", [1e-3, -2]), ("FP64", [1e308, -0.0]))]}).encode()
+    write("kserve_http", "every_datatype", seed(typed, small=True))
+    write("kserve_http", "too_many_elements", seed(b'{"inputs":[{"name":"text","shape":[65,1],"datatype":"BYTES","data":[]}]}', small=True))
+
+
+def pb_varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7f, n >> 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def pb(field, value):
+    """One protobuf field: bytes/str length-delimited, int a varint."""
+    if isinstance(value, int):
+        return pb_varint(field << 3) + pb_varint(value)
+    value = value.encode() if isinstance(value, str) else value
+    return pb_varint(field << 3 | 2) + pb_varint(len(value)) + value
+
+
+def grpc_seeds():
+    """inference.ModelInferRequest messages written field by field
+    (proto/inference.proto), after the flags byte (bit 0: small limits)."""
+    def tensor(name, datatype, shape, contents=b""):
+        packed = b"".join(pb_varint(d & (2 ** 64 - 1)) for d in shape)
+        return pb(1, name) + pb(2, datatype) + pb(3, packed) + (pb(5, contents) if contents else b"")
+    def param(key, field, v):
+        return pb(1, key) + pb(2, pb_varint(field << 3) + pb_varint(v))
+    texts = [b"Hello, world!", "caf\u00e9".encode()]
+    contents = b"".join(pb(8, t) for t in texts)
+    typed = pb(1, "minilm") + pb(3, "7") + pb(4, param("priority", 5, 1)) + pb(5, tensor("text", "BYTES", [2, 1], contents)) \
+        + pb(6, pb(1, "embedding") + pb(2, param("classification", 2, 3)))
+    write("grpc_infer", "typed_contents", b"\x00" + typed)
+    raw = b"".join(struct.pack("<I", len(t)) + t for t in texts)
+    write("grpc_infer", "raw_contents", b"\x00" + pb(1, "minilm") + pb(5, tensor("text", "BYTES", [2, 1])) + pb(7, raw))
+    fp = pb(5, tensor("x", "FP32", [2], pb(6, struct.pack("<2f", 1, 2)))) + pb(5, tensor("text", "BYTES", [1, 1])) \
+        + pb(7, b"") + pb(7, struct.pack("<I", 1) + b"a")
+    write("grpc_infer", "two_inputs_small", b"\x01" + fp)
+    write("grpc_infer", "negative_dim", b"\x00" + pb(5, tensor("text", "BYTES", [-1, 1])))
+
+
+def config_seeds():
+    """config.pbtxt texts: the README's, Triton's other spellings, and every field trt serve reads."""
+    readme = ('platform: "onnxruntime_onnx"\nmax_batch_size: 32\n'
+              'input [ { name: "text" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
+              'output [ { name: "embedding" data_type: TYPE_FP32 dims: [ 384 ] } ]\n'
+              'dynamic_batching { max_queue_delay_microseconds: 1000 }\n')
+    write("config_pbtxt", "readme.pbtxt", readme.encode())
+    full = ('name: "minilm"  # the folder\nbackend: "tensorrt"\nplatform: "tensorrt_plan"\nmax_batch_size: 0x10\n'
+            'input { name: "text" data_type: TYPE_STRING dims: 1 }\n'
+            'output < name: \'last_hidden_state\' data_type: TYPE_FP32 dims: [ -1, 384 ] >;\n'
+            'output: { name: "emb" "edding" data_type: TYPE_FP32 dims: [384] reshape { shape: [1] } }\n'
+            'dynamic_batching {\n  preferred_batch_size: [ 4, 8 ]\n  priority_levels: 3\n  default_priority_level: 2\n'
+            '  default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 5000 '
+            'allow_timeout_override: true max_queue_size: 64 }\n}\n'
+            'instance_group [ { count: 2 kind: KIND_CPU }, { count: 1 } ]\n'
+            'version_policy: { specific { versions: [1, 3] } }\nparameters { key: "x" value { string_value: "y" } }\n')
+    write("config_pbtxt", "every_field.pbtxt", full.encode())
+    write("config_pbtxt", "latest_all.pbtxt", (readme + 'version_policy { latest { num_versions: 2 } }\n').encode())
+    write("config_pbtxt", "bad_values.pbtxt", (readme.replace("32", "-4") + 'dynamic_batching { preferred_batch_size: 0 }\n').encode())
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for name, m in seeds():
@@ -144,7 +258,14 @@ def main():
         with open(os.path.join(OUT, name + ".onnx"), "wb") as f:
             f.write(data)
         print(f"onnx_parse/{name}.onnx {len(data)} bytes")
+        # trt-onnx's own reader gets the same graphs, and those of reader_seeds().
+        write("onnx_reader", name + ".onnx", data)
+    for name, m in reader_seeds():
+        write("onnx_reader", name + ".onnx", m.SerializeToString())
     tokenizer_seeds()
+    kserve_seeds()
+    grpc_seeds()
+    config_seeds()
     if len(sys.argv) > 1:
         plan_seeds(sys.argv[1])
 

@@ -105,3 +105,33 @@ fn element_types_are_inferred_for_every_tensor_of_the_default_model() {
     assert_eq!(g.output.len(), m.graph().output.len() + 1);
     assert!(matches!(edit::expose(&mut g, &["nope".to_string()], &t), Err(Error::Graph(_))));
 }
+
+/// Found by the `onnx_reader` fuzz target: dims whose product passes usize
+/// (or whose byte size does) panicked with an overflow in debug builds and
+/// wrapped in release; they are a typed tensor error now, and a zero
+/// dimension still makes an empty tensor.
+#[test]
+fn initializer_dims_past_memory_are_a_tensor_error_not_an_overflow() {
+    use trt_onnx::graph::proto::TensorProto;
+    use trt_onnx::graph::tensor;
+    let t = |code, dims: Vec<i64>| TensorProto {
+        name: Some("huge".into()),
+        data_type: Some(code),
+        dims,
+        raw_data: Some(vec![0u8; 8].into()),
+        ..Default::default()
+    };
+    for (code, dims) in [(tensor::INT8, vec![1 << 40, 1 << 40]), (tensor::FLOAT, vec![1 << 62])] {
+        let huge = t(code, dims.clone());
+        let e = if tensor::is_float(code) { tensor::to_f32(&huge).map(|_| ()) } else { tensor::to_i64(&huge).map(|_| ()) };
+        assert!(matches!(e, Err(Error::Tensor { ref tensor, .. }) if tensor == "huge"), "{dims:?}: {e:?}");
+    }
+    assert_eq!(tensor::numel(&t(tensor::INT8, vec![1 << 40, 1 << 40])), None);
+    assert_eq!(tensor::numel(&t(tensor::INT8, vec![-1, 2])), None);
+    assert_eq!(tensor::numel(&t(tensor::INT8, vec![2, 3])), Some(6));
+    // A zero dimension makes the tensor empty even after dims whose product passes i64
+    // (the fuzzer's second finding: 10 x 4 x ... x 128946418 x 15 x 0).
+    assert_eq!(tensor::numel(&t(tensor::FLOAT, vec![1 << 40, 1 << 40, 0])), Some(0));
+    let empty = TensorProto { raw_data: None, ..t(tensor::FLOAT, vec![1 << 20, 0]) };
+    assert_eq!(tensor::to_f32(&empty).unwrap().shape(), [1 << 20, 0]);
+}

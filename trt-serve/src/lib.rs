@@ -36,3 +36,29 @@ pub mod service;
 pub mod text_model;
 
 pub use error::{ServeError, ServeResult};
+
+/// Entry points of the fuzz targets in `fuzz/` for what is crate-private here
+/// (cargo-fuzz builds with `--cfg fuzzing`); not an API.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing {
+    use crate::config::ModelConfig;
+    use crate::kserve::{InputTensor, RequestedOutput};
+    use crate::limits::Limits;
+    use crate::ServeResult;
+
+    /// [`crate::service`]'s check of a decoded request's inputs against a text model's config.
+    pub fn request_texts(config: &ModelConfig, inputs: Vec<InputTensor>, limits: &Limits) -> ServeResult<Vec<String>> {
+        crate::service::request_texts(config, inputs, limits)
+    }
+
+    /// [`crate::service`]'s choice of outputs.
+    pub fn wanted_outputs(
+        model: &str,
+        requested: &[RequestedOutput],
+        binary_data_output: bool,
+        exposed: &[&str],
+    ) -> ServeResult<Vec<(String, bool, Option<usize>)>> {
+        crate::service::wanted_outputs(model, requested, binary_data_output, exposed)
+    }
+}

@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use crate::config::ModelConfig;
 use crate::error::{ServeError, ServeResult};
-use crate::kserve::{classification, Elements, InferRequest, InferResponse, OutputData, OutputTensor};
+use crate::kserve::{classification, Elements, InferRequest, InferResponse, InputTensor, OutputData, OutputTensor, RequestedOutput};
+use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::repository::{IndexEntry, Repository};
 use crate::text_model::text_input;
@@ -238,54 +239,11 @@ impl Service {
         request: InferRequest,
     ) -> ServeResult<(InferResponse, usize, crate::dispatch::Ran)> {
         let config = &served.config;
-        let limits = self.repository.limits();
-        let text_name = text_input(config)?;
-        let mut texts = None;
-        for input in request.inputs {
-            if input.name != text_name {
-                return Err(ServeError::invalid(format!("unknown input '{}' for model '{}' (it takes '{text_name}')", input.name, config.name)));
-            }
-            if texts.is_some() {
-                return Err(ServeError::invalid(format!("input '{text_name}' is given twice")));
-            }
-            let Elements::Bytes(elems) = input.data else {
-                return Err(ServeError::invalid(format!(
-                    "input '{text_name}' has datatype {}, the model expects BYTES",
-                    input.datatype.as_str()
-                )));
-            };
-            if input.shape.len() != 2 || input.shape[1] != 1 {
-                return Err(ServeError::invalid(format!("input '{text_name}' has shape {:?}, the model expects [-1, 1]", input.shape)));
-            }
-            if input.shape[0] == 0 {
-                return Err(ServeError::invalid(format!("input '{text_name}' has no rows")));
-            }
-            let mut strings = Vec::with_capacity(elems.len());
-            for (i, e) in elems.into_iter().enumerate() {
-                if e.len() > limits.max_text_bytes {
-                    return Err(ServeError::TooLarge(format!(
-                        "input '{text_name}': text {i} has {} bytes, more than the limit of {}",
-                        e.len(),
-                        limits.max_text_bytes
-                    )));
-                }
-                strings.push(String::from_utf8(e).map_err(|_| ServeError::invalid(format!("input '{text_name}': text {i} is not UTF-8")))?);
-            }
-            texts = Some(strings);
-        }
-        let texts = texts.ok_or_else(|| ServeError::invalid(format!("the request has no input '{text_name}'")))?;
+        let texts = request_texts(config, request.inputs, self.repository.limits())?;
         // Which outputs, in which encoding, checked before any work is done.
         let model = served.dispatcher.model();
-        let wanted: Vec<(String, bool, Option<usize>)> = if request.outputs.is_empty() {
-            model.outputs().iter().map(|o| (o.name.clone(), request.binary_data_output, None)).collect()
-        } else {
-            request.outputs.iter().map(|o| (o.name.clone(), o.binary || request.binary_data_output, o.classification)).collect()
-        };
-        for (name, _, _) in &wanted {
-            if !model.outputs().iter().any(|o| &o.name == name) {
-                return Err(ServeError::invalid(format!("unknown output '{name}' of model '{}'", config.name)));
-            }
-        }
+        let exposed: Vec<&str> = model.outputs().iter().map(|o| o.name.as_str()).collect();
+        let wanted = wanted_outputs(&config.name, &request.outputs, request.binary_data_output, &exposed)?;
         let rows = texts.len();
         let ran = served.dispatcher.run(texts, request.priority, request.timeout_us).await?;
         let mut outputs = Vec::with_capacity(wanted.len());
@@ -300,4 +258,64 @@ impl Service {
         let response = InferResponse { model_name: config.name.clone(), model_version: served.version.to_string(), id: request.id, outputs };
         Ok((response, rows, ran))
     }
+}
+
+/// A request's texts for the text model `config`: its one BYTES input of
+/// shape `[N, 1]`, N >= 1, each text UTF-8 and within the text limit.
+pub(crate) fn request_texts(config: &ModelConfig, inputs: Vec<InputTensor>, limits: &Limits) -> ServeResult<Vec<String>> {
+    let text_name = text_input(config)?;
+    let mut texts = None;
+    for input in inputs {
+        if input.name != text_name {
+            return Err(ServeError::invalid(format!("unknown input '{}' for model '{}' (it takes '{text_name}')", input.name, config.name)));
+        }
+        if texts.is_some() {
+            return Err(ServeError::invalid(format!("input '{text_name}' is given twice")));
+        }
+        let Elements::Bytes(elems) = input.data else {
+            return Err(ServeError::invalid(format!(
+                "input '{text_name}' has datatype {}, the model expects BYTES",
+                input.datatype.as_str()
+            )));
+        };
+        if input.shape.len() != 2 || input.shape[1] != 1 {
+            return Err(ServeError::invalid(format!("input '{text_name}' has shape {:?}, the model expects [-1, 1]", input.shape)));
+        }
+        if input.shape[0] == 0 {
+            return Err(ServeError::invalid(format!("input '{text_name}' has no rows")));
+        }
+        let mut strings = Vec::with_capacity(elems.len());
+        for (i, e) in elems.into_iter().enumerate() {
+            if e.len() > limits.max_text_bytes {
+                return Err(ServeError::TooLarge(format!(
+                    "input '{text_name}': text {i} has {} bytes, more than the limit of {}",
+                    e.len(),
+                    limits.max_text_bytes
+                )));
+            }
+            strings.push(String::from_utf8(e).map_err(|_| ServeError::invalid(format!("input '{text_name}': text {i} is not UTF-8")))?);
+        }
+        texts = Some(strings);
+    }
+    texts.ok_or_else(|| ServeError::invalid(format!("the request has no input '{text_name}'")))
+}
+
+/// The outputs a request asks for as `(name, binary, classification)`, in
+/// its order (none asked: every output the model exposes), each checked
+/// against `exposed`.
+pub(crate) fn wanted_outputs(
+    model: &str,
+    requested: &[RequestedOutput],
+    binary_data_output: bool,
+    exposed: &[&str],
+) -> ServeResult<Vec<(String, bool, Option<usize>)>> {
+    let wanted: Vec<(String, bool, Option<usize>)> = if requested.is_empty() {
+        exposed.iter().map(|o| (o.to_string(), binary_data_output, None)).collect()
+    } else {
+        requested.iter().map(|o| (o.name.clone(), o.binary || binary_data_output, o.classification)).collect()
+    };
+    if let Some((name, _, _)) = wanted.iter().find(|(name, _, _)| !exposed.contains(&name.as_str())) {
+        return Err(ServeError::invalid(format!("unknown output '{name}' of model '{model}'")));
+    }
+    Ok(wanted)
 }

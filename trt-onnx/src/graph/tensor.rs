@@ -40,13 +40,24 @@ pub fn is_float(code: i32) -> bool {
     matches!(code, FLOAT | FLOAT16 | DOUBLE | BFLOAT16)
 }
 
-fn shape(t: &TensorProto) -> Result<Vec<usize>> {
-    t.dims
+/// The dims and their element count: a negative dimension, or a count past
+/// `usize` (dims from a file are untrusted), is an error, not an overflow.
+fn shape(t: &TensorProto) -> Result<(Vec<usize>, usize)> {
+    let dims = t
+        .dims
         .iter()
         .map(|&d| {
             usize::try_from(d).map_err(|_| tensor_error(t, format!("negative dimension {d}")))
         })
-        .collect()
+        .collect::<Result<Vec<usize>>>()?;
+    // A zero dimension makes the tensor empty, whatever comes before it.
+    let count = if dims.contains(&0) {
+        Some(0)
+    } else {
+        dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
+    }
+    .ok_or_else(|| tensor_error(t, format!("dims {dims:?} hold more elements than memory can")))?;
+    Ok((dims, count))
 }
 
 fn tensor_error(t: &TensorProto, problem: impl Into<String>) -> Error {
@@ -62,13 +73,13 @@ fn raw_values<const N: usize, T>(
     count: usize,
     f: impl Fn([u8; N]) -> T,
 ) -> Result<Vec<T>> {
-    if raw.len() != count * N {
+    if count.checked_mul(N) != Some(raw.len()) {
         return Err(tensor_error(
             t,
             format!(
                 "raw_data has {} bytes, {count} elements need {}",
                 raw.len(),
-                count * N
+                count as u128 * N as u128
             ),
         ));
     }
@@ -80,8 +91,7 @@ fn raw_values<const N: usize, T>(
 
 /// The values of a FLOAT, FLOAT16, DOUBLE or BFLOAT16 tensor, as f32.
 pub fn to_f32(t: &TensorProto) -> Result<ArrayD<f32>> {
-    let dims = shape(t)?;
-    let count: usize = dims.iter().product();
+    let (dims, count) = shape(t)?;
     let code = t.data_type.unwrap_or(0);
     let raw = t.raw_data.as_deref().filter(|r| !r.is_empty());
     let values: Vec<f32> = match (code, raw) {
@@ -120,8 +130,7 @@ pub fn to_f32(t: &TensorProto) -> Result<ArrayD<f32>> {
 
 /// The values of an integer tensor (INT64, INT32, INT8, UINT8), as i64.
 pub fn to_i64(t: &TensorProto) -> Result<ArrayD<i64>> {
-    let dims = shape(t)?;
-    let count: usize = dims.iter().product();
+    let (dims, count) = shape(t)?;
     let code = t.data_type.unwrap_or(0);
     let raw = t.raw_data.as_deref().filter(|r| !r.is_empty());
     let values: Vec<i64> = match (code, raw) {
@@ -199,7 +208,13 @@ pub fn scalar_f32(name: &str, v: f32) -> TensorProto {
     make(name, FLOAT, &[], v.to_le_bytes().to_vec())
 }
 
-/// The number of elements.
-pub fn numel(t: &TensorProto) -> i64 {
-    t.dims.iter().product()
+/// The number of elements; `None` for a negative dimension or a count past `i64`.
+pub fn numel(t: &TensorProto) -> Option<i64> {
+    if t.dims.iter().any(|&d| d < 0) {
+        return None;
+    }
+    if t.dims.contains(&0) {
+        return Some(0);
+    }
+    t.dims.iter().try_fold(1i64, |n, &d| n.checked_mul(d))
 }
