@@ -117,7 +117,7 @@ pub enum Error {
     BackendUnavailable {
         /// `"TensorRT"`, ...
         backend: &'static str,
-        /// Why, e.g. `"no CUDA driver on this machine"`.
+        /// Why, e.g. `"no CUDA driver found"`.
         reason: String,
     },
 

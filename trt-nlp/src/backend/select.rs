@@ -88,7 +88,7 @@ fn onnxruntime(model: &Path, options: &BackendOptions) -> Result<Arc<dyn Backend
 /// TensorRT on GPU 0, each step's failure a typed error (the caller may fall back).
 fn tensorrt(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
     if !trt::cuda::driver_available() {
-        return Err(Error::BackendUnavailable { backend: "TensorRT", reason: "no CUDA driver on this machine".into() });
+        return Err(Error::BackendUnavailable { backend: "TensorRT", reason: "no CUDA driver found".into() });
     }
     let device = Device::new(0)?;
     let bytes = if plan {
