@@ -119,13 +119,7 @@ pub fn to_f32(t: &TensorProto) -> Result<ArrayD<f32>> {
             ))
         }
     };
-    if values.len() != count {
-        return Err(tensor_error(
-            t,
-            format!("{} values for shape {dims:?}", values.len()),
-        ));
-    }
-    ArrayD::from_shape_vec(IxDyn(&dims), values).map_err(|e| tensor_error(t, e.to_string()))
+    shaped(t, &dims, count, values)
 }
 
 /// The values of an integer tensor (INT64, INT32, INT8, UINT8), as i64.
@@ -147,13 +141,15 @@ pub fn to_i64(t: &TensorProto) -> Result<ArrayD<i64>> {
             ))
         }
     };
+    shaped(t, &dims, count, values)
+}
+
+/// `values` as an array of `dims` (`count` elements), or an error naming the tensor.
+fn shaped<T>(t: &TensorProto, dims: &[usize], count: usize, values: Vec<T>) -> Result<ArrayD<T>> {
     if values.len() != count {
-        return Err(tensor_error(
-            t,
-            format!("{} values for shape {dims:?}", values.len()),
-        ));
+        return Err(tensor_error(t, format!("{} values for shape {dims:?}", values.len())));
     }
-    ArrayD::from_shape_vec(IxDyn(&dims), values).map_err(|e| tensor_error(t, e.to_string()))
+    ArrayD::from_shape_vec(IxDyn(dims), values).map_err(|e| tensor_error(t, e.to_string()))
 }
 
 fn make(name: &str, code: i32, dims: &[usize], raw: Vec<u8>) -> TensorProto {
