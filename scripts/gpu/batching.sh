@@ -27,13 +27,9 @@ PACK=.gpu/batching
 WORK=${BATCHING_WORK:-/tmp/trt-batching}
 mkdir -p "$WORK/deps/minilm" "$OUT"
 
-# xz where it exists, else Python's lzma.
-unxz_to() {
-  if command -v xz >/dev/null; then xz -dc "$1" > "$2"; else python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"; fi
-}
+source "$ROOT/scripts/gpu/lib.sh"
 for b in batching_ort batching_sim; do
-  unxz_to "$PACK/$b.xz" "$WORK/$b"
-  chmod +x "$WORK/$b"
+  unxz_to "$PACK/$b.xz" "$WORK/$b" executable
 done
 unxz_to "$PACK/libonnxruntime.so.1.31.1.xz" "$WORK/libonnxruntime.so.1.31.1"
 export ORT_DYLIB_PATH="$WORK/libonnxruntime.so.1.31.1"

@@ -15,13 +15,6 @@ cd "$ROOT"
 : "${OUT:?set OUT to the folder the logs go to}"
 WORK=${BATCHING_WORK:-/tmp/trt-batching}
 bash scripts/gpu/batching.sh
-python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' .gpu/batching/embed_cpu.xz "$WORK/embed_cpu"
-chmod +x "$WORK/embed_cpu"
-ORT_LIB=$(python3 -c 'import glob, os, onnxruntime; print(sorted(glob.glob(os.path.join(os.path.dirname(onnxruntime.__file__), "capi", "libonnxruntime.so.1.*")))[-1])')
-{
-  echo "# $(date -u +%FT%TZ) $(nproc) cores; ORT_DYLIB_PATH=$ORT_LIB; BENCH_PYTHON=$(command -v python3)"
-  TRT_DEPS_DIR="$WORK/deps" ORT_DYLIB_PATH="$ORT_LIB" BENCH_PYTHON=$(command -v python3) "$WORK/embed_cpu"
-  echo "# the same with 2 threads"
-  TRT_DEPS_DIR="$WORK/deps" ORT_DYLIB_PATH="$ORT_LIB" BENCH_PYTHON=$(command -v python3) EMBED_BENCH_THREADS=2 EMBED_BENCH_TEXTS=400 "$WORK/embed_cpu"
-} > "$OUT/embed_cpu.log" 2>&1
-tail -n 4 "$OUT/embed_cpu.log"
+source "$ROOT/scripts/gpu/lib.sh"
+unxz_to .gpu/batching/embed_cpu.xz "$WORK/embed_cpu" executable
+embed16 "$WORK/embed_cpu" "$WORK/deps" "$(host_ort_lib)"

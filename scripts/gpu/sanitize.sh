@@ -24,11 +24,11 @@ if [ -z "$SAN" ]; then
   [ -z "$SAN" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ] && SAN=/usr/local/cuda/bin/compute-sanitizer
 fi
 [ -n "$SAN" ] || { echo "sanitize.sh: compute-sanitizer not found (set COMPUTE_SANITIZER)" >&2; exit 1; }
+source "$ROOT/scripts/gpu/lib.sh"
 BINS=()
 for b in cuda trt-lib; do
   if [ ! -x ".gpu/sanitize/$b" ] && [ -f ".gpu/sanitize/$b.xz" ]; then
-    python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' ".gpu/sanitize/$b.xz" ".gpu/sanitize/$b"
-    chmod +x ".gpu/sanitize/$b"
+    unxz_to ".gpu/sanitize/$b.xz" ".gpu/sanitize/$b" executable
   fi
   [ -x ".gpu/sanitize/$b" ] && BINS+=("$b") || echo "sanitize.sh: .gpu/sanitize/$b is missing (see the build steps at the top)" >&2
 done

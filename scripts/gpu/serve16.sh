@@ -14,27 +14,21 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 : "${OUT:?set OUT to the folder the logs go to}"
 WORK=/tmp/trt-serve16
+source "$ROOT/scripts/gpu/lib.sh"
 mkdir -p "$WORK" .gpu/minilm
 for b in trt serve_load embed_cpu; do
   [ -f ".gpu/serve16/$b.xz" ] || continue
-  python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' ".gpu/serve16/$b.xz" "$WORK/$b"
-  chmod +x "$WORK/$b"
+  unxz_to ".gpu/serve16/$b.xz" "$WORK/$b" executable
 done
 ln -sf "$WORK/trt" .gpu/trt
 ln -sf "$WORK/serve_load" .gpu/serve_load
 python3 scripts/make_default_model.py --weights .gpu/minilm-f16 --out "$WORK/deps/models/minilm" > "$OUT/make_model.log" 2>&1
 for f in model.onnx tokenizer.json config.json; do ln -sf "$WORK/deps/models/minilm/$f" .gpu/minilm/$f; done
-ORT_LIB=$(python3 -c 'import glob, os, onnxruntime; print(sorted(glob.glob(os.path.join(os.path.dirname(onnxruntime.__file__), "capi", "libonnxruntime.so.1.*")))[-1])')
+ORT_LIB=$(host_ort_lib)
 # serve.sh checks for the 1.31 library and exports ORT_DYLIB_PATH to it; point it at the host's.
 ln -sf "$ORT_LIB" .gpu/libonnxruntime.so.1.31.1
 echo "# $(date -u +%FT%TZ) $(nproc) cores; ONNX Runtime library: $ORT_LIB (linked as .gpu/libonnxruntime.so.1.31.1 for serve.sh)" > "$OUT/serve16.txt"
 SERVE_BENCH_SECONDS=${SERVE_BENCH_SECONDS:-12} bash scripts/gpu/serve.sh
 # SERVE16_EMBED=0: the serve benchmark only.
 [ "${SERVE16_EMBED:-1}" = 0 ] && exit 0
-{
-  echo "# $(date -u +%FT%TZ) $(nproc) cores; ORT_DYLIB_PATH=$ORT_LIB"
-  TRT_DEPS_DIR="$WORK/deps" ORT_DYLIB_PATH="$ORT_LIB" BENCH_PYTHON=$(command -v python3) "$WORK/embed_cpu"
-  echo "# the same with 2 threads"
-  TRT_DEPS_DIR="$WORK/deps" ORT_DYLIB_PATH="$ORT_LIB" BENCH_PYTHON=$(command -v python3) EMBED_BENCH_THREADS=2 EMBED_BENCH_TEXTS=400 "$WORK/embed_cpu"
-} > "$OUT/embed_cpu.log" 2>&1
-tail -n 3 "$OUT/embed_cpu.log"
+embed16 "$WORK/embed_cpu" "$WORK/deps" "$ORT_LIB"

@@ -21,14 +21,14 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 : "${OUT:?set OUT to the folder the logs go to}"
 WORK=/tmp/trt-tei16
+source "$ROOT/scripts/gpu/lib.sh"
 mkdir -p "$WORK"
 for b in trt serve_load text-embeddings-router; do
   [ -f ".gpu/tei/$b.xz" ] || { echo "tei16.sh: .gpu/tei/$b.xz is missing (see the packing steps at the top)" >&2; exit 1; }
-  python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' ".gpu/tei/$b.xz" "$WORK/$b"
-  chmod +x "$WORK/$b"
+  unxz_to ".gpu/tei/$b.xz" "$WORK/$b" executable
 done
 python3 scripts/make_default_model.py --weights .gpu/minilm-f16 --out "$WORK/deps/models/minilm" > "$OUT/make_model.log" 2>&1 || { tail "$OUT/make_model.log"; exit 1; }
-ORT_LIB=$(python3 -c 'import glob, os, onnxruntime; print(sorted(glob.glob(os.path.join(os.path.dirname(onnxruntime.__file__), "capi", "libonnxruntime.so.1.*")))[-1])')
+ORT_LIB=$(host_ort_lib)
 {
   echo "# $(date -u +%FT%TZ) $(nproc) cores; binaries of $(cat .gpu/tei/COMMIT 2>/dev/null || echo '?'); ORT_DYLIB_PATH=$ORT_LIB"
   echo "# TEI: $("$WORK/text-embeddings-router" --version 2>&1)"
