@@ -15,7 +15,7 @@ cd "$ROOT"
 : "${OUT:?set OUT to the folder the logs go to}"
 WORK=/tmp/trt-serve16
 source "$ROOT/scripts/gpu/lib.sh"
-mkdir -p "$WORK" .gpu/minilm
+mkdir -p "$WORK" .gpu/minilm "$OUT"
 for b in trt serve_load embed_cpu; do
   [ -f ".gpu/serve16/$b.xz" ] || continue
   unxz_to ".gpu/serve16/$b.xz" "$WORK/$b" executable

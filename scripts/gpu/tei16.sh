@@ -22,7 +22,7 @@ cd "$ROOT"
 : "${OUT:?set OUT to the folder the logs go to}"
 WORK=/tmp/trt-tei16
 source "$ROOT/scripts/gpu/lib.sh"
-mkdir -p "$WORK"
+mkdir -p "$WORK" "$OUT"
 for b in trt serve_load text-embeddings-router; do
   [ -f ".gpu/tei/$b.xz" ] || { echo "tei16.sh: .gpu/tei/$b.xz is missing (see the packing steps at the top)" >&2; exit 1; }
   unxz_to ".gpu/tei/$b.xz" "$WORK/$b" executable
