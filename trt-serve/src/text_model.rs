@@ -228,16 +228,10 @@ impl TextModel {
             let (shape, values) = match &o.source {
                 Source::Engine(name) => {
                     // The request's rows only, converted to f32 in one copy.
-                    let rows = ndarray::Slice::from(..real);
                     let view = outs.get(name)?;
                     let mut shape = view.shape().to_vec();
                     shape[0] = real;
-                    let values: Vec<f32> = match view {
-                        OutputView::F32(v) => v.slice_axis(ndarray::Axis(0), rows).iter().copied().collect(),
-                        OutputView::F16(v) => v.slice_axis(ndarray::Axis(0), rows).iter().map(|&x| f32::from(x)).collect(),
-                        OutputView::BF16(v) => v.slice_axis(ndarray::Axis(0), rows).iter().map(|&x| f32::from(x)).collect(),
-                        _ => return Err(trt_nlp::Error::InvalidConfig(format!("output '{name}' has an element type this server does not read"))),
-                    };
+                    let values = view.leading_rows_f32(real);
                     (shape, values)
                 }
                 Source::Pooled(name) => {

@@ -18,7 +18,7 @@
 //! into them and no batch is copied on the host.
 
 use half::{bf16, f16};
-use ndarray::{ArrayD, ArrayViewD};
+use ndarray::{ArrayD, ArrayViewD, Axis, Slice};
 
 use crate::{BatchLayout, EncodedBatch, ModelLayout, Result};
 
@@ -58,6 +58,27 @@ impl OutputView<'_> {
             OutputView::F32(v) => v.to_owned(),
             OutputView::F16(v) => v.mapv(f32::from),
             OutputView::BF16(v) => v.mapv(f32::from),
+        }
+    }
+
+    /// The first `rows` rows (along axis 0; all of them if there are fewer)
+    /// as f32 values in row-major order, converted as they are copied: the
+    /// real rows of a batch the backend padded, in one copy.
+    pub fn leading_rows_f32(&self, rows: usize) -> Vec<f32> {
+        fn take<T: Copy>(v: &ArrayViewD<'_, T>, rows: usize) -> Vec<f32>
+        where
+            f32: From<T>,
+        {
+            if v.ndim() == 0 {
+                return v.iter().map(|&x| f32::from(x)).collect();
+            }
+            let rows = rows.min(v.shape()[0]);
+            v.slice_axis(Axis(0), Slice::from(..rows)).iter().map(|&x| f32::from(x)).collect()
+        }
+        match self {
+            OutputView::F32(v) => take(v, rows),
+            OutputView::F16(v) => take(v, rows),
+            OutputView::BF16(v) => take(v, rows),
         }
     }
 }
@@ -142,4 +163,23 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// `max_batch * max_seq` elements); the batch it returns must lie within
     /// the layout's ranges. `read` then sees the outputs.
     fn run(&self, fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leading_rows_f32_takes_the_first_rows_in_row_major_order_and_converts() {
+        let values: Vec<f16> = (0..12).map(|i| f16::from_f32(i as f32 * 0.5)).collect();
+        let a = ndarray::Array::from_shape_vec(ndarray::IxDyn(&[3, 2, 2]), values).unwrap();
+        let view = OutputView::F16(a.view());
+        assert_eq!(view.leading_rows_f32(2), vec![0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5]);
+        // More rows than there are: all of them, as to_f32 gives.
+        assert_eq!(view.leading_rows_f32(5), view.to_f32().iter().copied().collect::<Vec<_>>());
+        // A non-contiguous view (every other row) is read in logical order.
+        let b = ndarray::Array::from_shape_vec(ndarray::IxDyn(&[4, 2]), (0..8).map(|i| i as f32).collect()).unwrap();
+        let strided = b.slice_axis(Axis(0), Slice::new(0, None, 2));
+        assert_eq!(OutputView::F32(strided).leading_rows_f32(2), vec![0.0, 1.0, 4.0, 5.0]);
+    }
 }
