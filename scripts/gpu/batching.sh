@@ -28,17 +28,12 @@ WORK=${BATCHING_WORK:-/tmp/trt-batching}
 mkdir -p "$WORK/deps/minilm" "$OUT"
 
 source "$ROOT/scripts/gpu/lib.sh"
-for b in batching_ort batching_sim; do
-  unxz_to "$PACK/$b.xz" "$WORK/$b" executable
-done
+unpack "$PACK" "$WORK" batching_ort batching_sim
 unxz_to "$PACK/libonnxruntime.so.1.31.1.xz" "$WORK/libonnxruntime.so.1.31.1"
 export ORT_DYLIB_PATH="$WORK/libonnxruntime.so.1.31.1"
 
-# The default model's graph, from the FP16-stored weights (same shape and cost;
-# both sides of every comparison run the same file).
-if [ ! -f "$WORK/deps/models/minilm/model.onnx" ]; then
-  python3 scripts/make_default_model.py --weights .gpu/minilm-f16 --out "$WORK/deps/models/minilm" > "$OUT/make_model.log" 2>&1
-fi
+# Both sides of every comparison run this one file.
+default_model "$WORK/deps/models/minilm"
 cp "$WORK/deps/models/minilm/tokenizer.json" "$WORK/deps/minilm/tokenizer.json"
 export TRT_DEPS_DIR="$WORK/deps"
 

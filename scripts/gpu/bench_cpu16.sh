@@ -16,5 +16,5 @@ cd "$ROOT"
 WORK=${BATCHING_WORK:-/tmp/trt-batching}
 bash scripts/gpu/batching.sh
 source "$ROOT/scripts/gpu/lib.sh"
-unxz_to .gpu/batching/embed_cpu.xz "$WORK/embed_cpu" executable
+unpack .gpu/batching "$WORK" embed_cpu
 embed16 "$WORK/embed_cpu" "$WORK/deps" "$(host_ort_lib)"

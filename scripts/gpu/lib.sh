@@ -12,6 +12,28 @@ unxz_to() {
   return 0
 }
 
+# unpack PACK WORK NAME...: each PACK/NAME.xz as the executable WORK/NAME; a
+# missing one is an error that names it.
+unpack() {
+  local pack=$1 work=$2 b
+  shift 2
+  mkdir -p "$work"
+  for b in "$@"; do
+    [ -f "$pack/$b.xz" ] || { echo "${0##*/}: $pack/$b.xz is missing (see the packing steps at the top)" >&2; return 1; }
+    unxz_to "$pack/$b.xz" "$work/$b" executable
+  done
+}
+
+# default_model DIR: the FP32 default model (model.onnx, tokenizer.json,
+# config.json) built in DIR from .gpu/minilm-f16's FP16-stored weights (the
+# FP32 file does not fit a call's 64 MiB), unless DIR has it from an earlier
+# call on a warm machine; log in $OUT/make_model.log.
+default_model() {
+  [ -f "$1/model.onnx" ] && return 0
+  python3 scripts/make_default_model.py --weights .gpu/minilm-f16 --out "$1" > "$OUT/make_model.log" 2>&1 \
+    || { tail "$OUT/make_model.log" >&2; return 1; }
+}
+
 # host_ort_lib: the newest libonnxruntime of the host Python's onnxruntime wheel.
 host_ort_lib() {
   python3 -c 'import glob, os, onnxruntime; print(sorted(glob.glob(os.path.join(os.path.dirname(onnxruntime.__file__), "capi", "libonnxruntime.so.1.*")))[-1])'

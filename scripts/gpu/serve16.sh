@@ -15,14 +15,13 @@ cd "$ROOT"
 : "${OUT:?set OUT to the folder the logs go to}"
 WORK=/tmp/trt-serve16
 source "$ROOT/scripts/gpu/lib.sh"
-mkdir -p "$WORK" .gpu/minilm "$OUT"
-for b in trt serve_load embed_cpu; do
-  [ -f ".gpu/serve16/$b.xz" ] || continue
-  unxz_to ".gpu/serve16/$b.xz" "$WORK/$b" executable
-done
+mkdir -p .gpu/minilm "$OUT"
+bins=(trt serve_load)
+[ "${SERVE16_EMBED:-1}" = 0 ] || bins+=(embed_cpu)
+unpack .gpu/serve16 "$WORK" "${bins[@]}"
 ln -sf "$WORK/trt" .gpu/trt
 ln -sf "$WORK/serve_load" .gpu/serve_load
-python3 scripts/make_default_model.py --weights .gpu/minilm-f16 --out "$WORK/deps/models/minilm" > "$OUT/make_model.log" 2>&1
+default_model "$WORK/deps/models/minilm"
 for f in model.onnx tokenizer.json config.json; do ln -sf "$WORK/deps/models/minilm/$f" .gpu/minilm/$f; done
 ORT_LIB=$(host_ort_lib)
 # serve.sh checks for the 1.31 library and exports ORT_DYLIB_PATH to it; point it at the host's.

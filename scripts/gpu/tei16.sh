@@ -22,12 +22,9 @@ cd "$ROOT"
 : "${OUT:?set OUT to the folder the logs go to}"
 WORK=/tmp/trt-tei16
 source "$ROOT/scripts/gpu/lib.sh"
-mkdir -p "$WORK" "$OUT"
-for b in trt serve_load text-embeddings-router; do
-  [ -f ".gpu/tei/$b.xz" ] || { echo "tei16.sh: .gpu/tei/$b.xz is missing (see the packing steps at the top)" >&2; exit 1; }
-  unxz_to ".gpu/tei/$b.xz" "$WORK/$b" executable
-done
-python3 scripts/make_default_model.py --weights .gpu/minilm-f16 --out "$WORK/deps/models/minilm" > "$OUT/make_model.log" 2>&1 || { tail "$OUT/make_model.log"; exit 1; }
+mkdir -p "$OUT"
+unpack .gpu/tei "$WORK" trt serve_load text-embeddings-router || exit 1
+default_model "$WORK/deps/models/minilm" || exit 1
 ORT_LIB=$(host_ort_lib)
 {
   echo "# $(date -u +%FT%TZ) $(nproc) cores; binaries of $(cat .gpu/tei/COMMIT 2>/dev/null || echo '?'); ORT_DYLIB_PATH=$ORT_LIB"
