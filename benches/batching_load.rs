@@ -242,11 +242,8 @@ impl Drop for Unbatched {
 /// about 20 (3-59 vocabulary words, the product of two uniforms): synthetic,
 /// from the tokenizer's vocabulary, the same on every machine.
 pub fn bench_texts(tokenizer: &tokenizers::Tokenizer, n: usize) -> Vec<String> {
-    let mut words: Vec<String> = tokenizer
-        .get_vocab(false)
-        .into_keys()
-        .filter(|w| w.len() >= 3 && w.chars().all(|c| c.is_ascii_lowercase()))
-        .collect();
+    let mut words: Vec<String> =
+        tokenizer.get_vocab(false).into_keys().filter(|w| w.len() >= 3 && w.chars().all(|c| c.is_ascii_lowercase())).collect();
     words.sort_unstable();
     let mut rng = Rng(SEED);
     (0..n)

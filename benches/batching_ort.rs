@@ -93,7 +93,10 @@ fn main() {
     let sessions_a = env_usize("BATCHING_BENCH_SESSIONS_A", 2).clamp(1, cores);
     let clients_a = env_usize("BATCHING_BENCH_CLIENTS_A", 256).max(1);
     let backend_a = ort(&model, sessions_a, (cores / sessions_a).max(1), 32);
-    println!("-- (a) max batch 32, {sessions_a} sessions x {} intra-op threads, {clients_a} closed-loop clients", (cores / sessions_a).max(1));
+    println!(
+        "-- (a) max batch 32, {sessions_a} sessions x {} intra-op threads, {clients_a} closed-loop clients",
+        (cores / sessions_a).max(1)
+    );
     let mut a = Vec::new();
     for grouping in [Grouping::Fifo, Grouping::ByLength] {
         let scheduler = Scheduler::new(backend_a.clone(), pipeline.clone(), batching(32, grouping, sessions_a)).unwrap();
@@ -177,7 +180,12 @@ fn main() {
 }
 
 /// (c): the batcher against one request per run on a TensorRT engine, where one can execute.
-fn tensorrt(model: &std::path::Path, pipeline: &Arc<TokenizerPipeline>, rows: &Arc<Vec<trt_nlp::TokenRow>>, cell: &dyn Fn(&dyn Serve, usize) -> Load) {
+fn tensorrt(
+    model: &std::path::Path,
+    pipeline: &Arc<TokenizerPipeline>,
+    rows: &Arc<Vec<trt_nlp::TokenRow>>,
+    cell: &dyn Fn(&dyn Serve, usize) -> Load,
+) {
     if std::env::var("BATCHING_BENCH_TENSORRT").as_deref() != Ok("1") {
         println!("-- (c) TensorRT: not run (set BATCHING_BENCH_TENSORRT=1 on a GPU TensorRT can execute on)");
         return;
@@ -193,7 +201,10 @@ fn tensorrt(model: &std::path::Path, pipeline: &Arc<TokenizerPipeline>, rows: &A
             return;
         }
     };
-    println!("-- (c) TensorRT engine from {}, {contexts} contexts; unbatched: one request per run; dynamic: max batch 128, delay 0", model.display());
+    println!(
+        "-- (c) TensorRT engine from {}, {contexts} contexts; unbatched: one request per run; dynamic: max batch 128, delay 0",
+        model.display()
+    );
     let unbatched = Unbatched::new(engine.clone(), pipeline.clone(), rows.clone(), contexts);
     let scheduler = Scheduler::new(engine.clone(), pipeline.clone(), batching(128, Grouping::ByLength, contexts)).unwrap();
     let mut last = None;

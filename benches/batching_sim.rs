@@ -100,10 +100,13 @@ fn main() {
     let variants: Vec<Variant> = vec![
         ("delay 1 ms", Box::new(|c| c.max_queue_delay = Duration::from_millis(1))),
         ("delay 5 ms", Box::new(|c| c.max_queue_delay = Duration::from_millis(5))),
-        ("preferred 32/64/128, delay 5 ms", Box::new(|c| {
-            c.max_queue_delay = Duration::from_millis(5);
-            c.preferred_batch_sizes = vec![32, 64, 128];
-        })),
+        (
+            "preferred 32/64/128, delay 5 ms",
+            Box::new(|c| {
+                c.max_queue_delay = Duration::from_millis(5);
+                c.preferred_batch_sizes = vec![32, 64, 128];
+            }),
+        ),
         ("token budget 2048", Box::new(|c| c.max_batch_tokens = Some(2048))),
         ("FIFO (no length grouping)", Box::new(|c| c.grouping = Grouping::Fifo)),
     ];

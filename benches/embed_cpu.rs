@@ -106,16 +106,19 @@ fn main() {
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let v: serde_json::Value = serde_json::from_str(line).expect("python prints JSON lines");
         let tps = v["texts_per_s"].as_f64().expect("texts_per_s");
-        println!("python tokenizers + onnxruntime {} + numpy, {:<13}: {tps:9.1} texts/s", v["onnxruntime"].as_str().unwrap_or("?"), v["order"].as_str().unwrap_or("?"));
+        println!(
+            "python tokenizers + onnxruntime {} + numpy, {:<13}: {tps:9.1} texts/s",
+            v["onnxruntime"].as_str().unwrap_or("?"),
+            v["order"].as_str().unwrap_or("?")
+        );
         python_best = python_best.max(tps);
     }
 
     // Same work: the embeddings agree.
     let want = read_npy_f32(&saved.path().to_path_buf(), n);
     let dim = rust.ncols();
-    let min_cos = (0..n)
-        .map(|i| rust.row(i).iter().zip(&want[i * dim..(i + 1) * dim]).map(|(a, b)| a * b).sum::<f32>())
-        .fold(1f32, f32::min);
+    let min_cos =
+        (0..n).map(|i| rust.row(i).iter().zip(&want[i * dim..(i + 1) * dim]).map(|(a, b)| a * b).sum::<f32>()).fold(1f32, f32::min);
     println!("embeddings: min cosine rust vs python {min_cos:.6}");
     assert!(min_cos > 0.9999, "the two sides computed different embeddings ({min_cos})");
     println!("ratio_vs_python_onnxruntime: {:.2}", rust_tps / python_best);

@@ -35,11 +35,8 @@ fn main() {
 fn run() -> Result<(), String> {
     let seq = env_num("TRT_BENCH_SEQ", 128) as i64;
     let iterations = env_num("TRT_BENCH_ITERATIONS", 50);
-    let batches: Vec<i64> = std::env::var("TRT_BENCH_BATCHES")
-        .unwrap_or_else(|_| "1,32,128".into())
-        .split(',')
-        .filter_map(|b| b.trim().parse().ok())
-        .collect();
+    let batches: Vec<i64> =
+        std::env::var("TRT_BENCH_BATCHES").unwrap_or_else(|_| "1,32,128".into()).split(',').filter_map(|b| b.trim().parse().ok()).collect();
     let max_batch = *batches.iter().max().ok_or("no batch sizes")?;
     let deps = trt::setup_dir();
     let e = |e: trt::Error| e.to_string();
@@ -112,9 +109,12 @@ fn run() -> Result<(), String> {
         return Err(format!("the PyTorch baseline failed: {}", String::from_utf8_lossy(&out.stderr)));
     }
     println!("engine_vs_pytorch on {gpu}: all-MiniLM-L6-v2 + 2-label head, FP16, sequence {seq}, {iterations} iterations");
-    println!("tensorrt {} engine+buffers {engine_mib:.0} MiB; pytorch run took {:.1} s", builder.library().version(), started.elapsed().as_secs_f64());
-    let lines: Vec<serde_json::Value> =
-        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    println!(
+        "tensorrt {} engine+buffers {engine_mib:.0} MiB; pytorch run took {:.1} s",
+        builder.library().version(),
+        started.elapsed().as_secs_f64()
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     for ((b, rust_sps, rust_ms), py) in rust.iter().zip(&lines) {
         let py_sps = py["seq_per_s"].as_f64().unwrap_or(f64::NAN);
         let py_mib = py["peak_mib"].as_f64().unwrap_or(f64::NAN);

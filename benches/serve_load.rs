@@ -24,10 +24,10 @@
 //! its levels, `ratio_trt_serve_vs_tei_c{C}` (best of batched and direct over
 //! TEI, throughput) and the three p99s side by side.
 
-#[path = "../tests/common/serve.rs"]
-mod serve;
 #[path = "support/http1.rs"]
 mod http1;
+#[path = "../tests/common/serve.rs"]
+mod serve;
 #[path = "support/tei.rs"]
 mod tei;
 #[path = "support/texts.rs"]
@@ -118,7 +118,8 @@ struct Measured {
 
 fn measure(label: &str, addr: &str, path: &str, bodies: &Arc<Vec<Vec<u8>>>, c: usize, requests: usize, limit: Duration) -> Measured {
     let l = load(addr, path, bodies, c, requests, limit);
-    let m = Measured { rps: l.done as f64 / l.elapsed.as_secs_f64(), p50: percentile(&l.latencies, 0.5), p99: percentile(&l.latencies, 0.99) };
+    let m =
+        Measured { rps: l.done as f64 / l.elapsed.as_secs_f64(), p50: percentile(&l.latencies, 0.5), p99: percentile(&l.latencies, 0.99) };
     println!(
         "{label:8} c={c:<4} requests/s {:8.1}  p50 {:7.2} ms  p99 {:7.2} ms  ok {} failed {}  ({:.1} s)",
         m.rps,
@@ -164,7 +165,9 @@ fn ort_library(deps: &Path) -> PathBuf {
 }
 
 fn main() {
-    let deps = std::env::var_os("TRT_DEPS_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps")));
+    let deps = std::env::var_os("TRT_DEPS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps")));
     let model_dir = std::env::var_os("SERVE_BENCH_MODEL_DIR").map(PathBuf::from).unwrap_or_else(|| serve::minilm(&deps));
     let trt = std::env::var_os("SERVE_BENCH_TRT").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_trt")));
     let tei_binary = std::env::var_os("SERVE_BENCH_TEI").filter(|v| !v.is_empty()).map(PathBuf::from);
@@ -175,21 +178,28 @@ fn main() {
         .collect();
     let requests = env_num("SERVE_BENCH_REQUESTS", 2000);
     let limit = Duration::from_secs(env_num("SERVE_BENCH_SECONDS", 15) as u64);
-    let (instances, max_batch, delay) = (env_num("SERVE_BENCH_INSTANCES", 1), env_num("SERVE_BENCH_MAX_BATCH", 32), env_num("SERVE_BENCH_DELAY_US", 1000));
+    let (instances, max_batch, delay) =
+        (env_num("SERVE_BENCH_INSTANCES", 1), env_num("SERVE_BENCH_MAX_BATCH", 32), env_num("SERVE_BENCH_DELAY_US", 1000));
     let threads = env_num("SERVE_BENCH_THREADS", 0).to_string();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
 
     let repo = tempfile::tempdir().expect("temp dir");
     let group = format!("instance_group [ {{ count: {instances} }} ]");
     let outputs = [("embedding", "384")];
-    let batched = text_config("onnxruntime_onnx", max_batch, &outputs, &format!("{group}\ndynamic_batching {{ max_queue_delay_microseconds: {delay} default_queue_policy {{ max_queue_size: 4096 }} }}"));
+    let batched = text_config(
+        "onnxruntime_onnx",
+        max_batch,
+        &outputs,
+        &format!("{group}\ndynamic_batching {{ max_queue_delay_microseconds: {delay} default_queue_policy {{ max_queue_size: 4096 }} }}"),
+    );
     add_model(repo.path(), "batched", &batched, &model_dir, ("model.onnx", None));
     add_model(repo.path(), "direct", &text_config("onnxruntime_onnx", max_batch, &outputs, &group), &model_dir, ("model.onnx", None));
     let server = Server::start(&trt, repo.path(), &["--threads", &threads, "--max-queue", "4096"], Duration::from_secs(300));
 
     let tokenizer = tokenizers::Tokenizer::from_file(model_dir.join("tokenizer.json")).expect("tokenizer.json");
     let texts = texts::generate_texts(&tokenizer, 512);
-    let to_bodies = |f: &dyn Fn(&str) -> serde_json::Value| Arc::new(texts.iter().map(|t| serde_json::to_vec(&f(t)).unwrap()).collect::<Vec<_>>());
+    let to_bodies =
+        |f: &dyn Fn(&str) -> serde_json::Value| Arc::new(texts.iter().map(|t| serde_json::to_vec(&f(t)).unwrap()).collect::<Vec<_>>());
     let bodies = to_bodies(&|t| {
         serde_json::json!({
             "inputs": [{ "name": "text", "shape": [1, 1], "datatype": "BYTES", "data": [t] }],
@@ -246,7 +256,12 @@ fn main() {
     for &c in &levels {
         let (d, b, t) = (&results[&("direct", c)], &results[&("batched", c)], &results[&("tei", c)]);
         let (best, name) = if b.rps >= d.rps { (b, "batched") } else { (d, "direct") };
-        println!("ratio_trt_serve_vs_tei_c{c}: {:.2} ({name}; batched {:.2}, direct {:.2})", best.rps / t.rps.max(1e-9), b.rps / t.rps.max(1e-9), d.rps / t.rps.max(1e-9));
+        println!(
+            "ratio_trt_serve_vs_tei_c{c}: {:.2} ({name}; batched {:.2}, direct {:.2})",
+            best.rps / t.rps.max(1e-9),
+            b.rps / t.rps.max(1e-9),
+            d.rps / t.rps.max(1e-9)
+        );
         println!("p99_c{c}: batched {:.2} ms  direct {:.2} ms  tei {:.2} ms", ms(b.p99), ms(d.p99), ms(t.p99));
     }
 }

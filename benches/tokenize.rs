@@ -39,9 +39,7 @@ const MAX_LEN: usize = 128;
 
 fn env_usize(name: &str, default: usize) -> usize {
     match std::env::var(name) {
-        Ok(v) => v
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v} is not a number")),
+        Ok(v) => v.parse().unwrap_or_else(|_| panic!("{name}={v} is not a number")),
         Err(_) => default,
     }
 }
@@ -51,11 +49,7 @@ fn deps_dir() -> PathBuf {
 }
 
 fn require(path: PathBuf) -> PathBuf {
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/setup",
-        path.display()
-    );
+    assert!(path.exists(), "{} is missing: run scripts/setup", path.display());
     path
 }
 
@@ -74,23 +68,9 @@ struct Measured {
     cpu_util: Option<f64>,
 }
 
-fn bench_rust(
-    tokenizer_json: &PathBuf,
-    texts: &[String],
-    threads: usize,
-    repeats: usize,
-    fast: bool,
-) -> Measured {
-    let pipeline = TokenizerPipeline::builder(MAX_LEN)
-        .threads(threads)
-        .fast_path(fast)
-        .from_file(tokenizer_json)
-        .expect("pipeline builds");
-    assert_eq!(
-        pipeline.uses_fast_path(),
-        fast,
-        "MiniLM's tokenizer takes the fast path"
-    );
+fn bench_rust(tokenizer_json: &PathBuf, texts: &[String], threads: usize, repeats: usize, fast: bool) -> Measured {
+    let pipeline = TokenizerPipeline::builder(MAX_LEN).threads(threads).fast_path(fast).from_file(tokenizer_json).expect("pipeline builds");
+    assert_eq!(pipeline.uses_fast_path(), fast, "MiniLM's tokenizer takes the fast path");
     let n = pipeline.buffer_len(BATCH);
     let (mut ids, mut mask, mut types) = (vec![0i32; n], vec![0i32; n], vec![0i32; n]);
     let [s_ids, s_mask, s_types] = InputSpec::bert(DataType::Int32).expect("i32 specs");
@@ -101,10 +81,7 @@ fn bench_rust(
             out.bind(s_ids.clone(), &mut ids).unwrap();
             out.bind(s_mask.clone(), &mut mask).unwrap();
             out.bind(s_types.clone(), &mut types).unwrap();
-            tokens += pipeline
-                .encode_into(chunk, &mut out)
-                .expect("encodes")
-                .total_tokens();
+            tokens += pipeline.encode_into(chunk, &mut out).expect("encodes").total_tokens();
         }
         tokens
     };
@@ -118,29 +95,17 @@ fn bench_rust(
         let (t0, c0) = (Instant::now(), cpu_seconds());
         let tokens: usize = (0..passes).map(|_| pass()).sum();
         let wall = t0.elapsed().as_secs_f64() / passes as f64;
-        let cpu = cpu_seconds()
-            .zip(c0)
-            .map(|(c1, c0)| (c1 - c0) / passes as f64);
+        let cpu = cpu_seconds().zip(c0).map(|(c1, c0)| (c1 - c0) / passes as f64);
         if !matches!(best, Some((w, _, _)) if w <= wall) {
             best = Some((wall, cpu, tokens / passes));
         }
     }
     let (wall, cpu, tokens) = best.expect("one pass ran");
-    Measured {
-        texts_per_s: texts.len() as f64 / wall,
-        tokens_per_s: tokens as f64 / wall,
-        tokens,
-        cpu_util: cpu.map(|c| c / wall),
-    }
+    Measured { texts_per_s: texts.len() as f64 / wall, tokens_per_s: tokens as f64 / wall, tokens, cpu_util: cpu.map(|c| c / wall) }
 }
 
 /// Runs benches/tokenize_python.py with `threads` and returns its (method, result) lines.
-fn bench_python(
-    tokenizer_json: &PathBuf,
-    texts_file: &PathBuf,
-    threads: usize,
-    repeats: usize,
-) -> Vec<(String, Measured)> {
+fn bench_python(tokenizer_json: &PathBuf, texts_file: &PathBuf, threads: usize, repeats: usize) -> Vec<(String, Measured)> {
     // Overridable so the built bench can run outside this checkout (the GPU host).
     let script = std::env::var_os("TOKENIZE_BENCH_SCRIPT")
         .map(PathBuf::from)
@@ -151,26 +116,12 @@ fn bench_python(
         .arg(tokenizer_json)
         .arg("--texts")
         .arg(texts_file)
-        .args([
-            "--batch",
-            &BATCH.to_string(),
-            "--max-len",
-            &MAX_LEN.to_string(),
-            "--repeats",
-            &repeats.to_string(),
-        ])
+        .args(["--batch", &BATCH.to_string(), "--max-len", &MAX_LEN.to_string(), "--repeats", &repeats.to_string()])
         .env("RAYON_NUM_THREADS", threads.to_string())
         // One thread: skip rayon entirely (the faster serial path), as a user would.
-        .env(
-            "TOKENIZERS_PARALLELISM",
-            if threads == 1 { "false" } else { "true" },
-        );
+        .env("TOKENIZERS_PARALLELISM", if threads == 1 { "false" } else { "true" });
     let out = cmd.output().expect("python runs");
-    assert!(
-        out.status.success(),
-        "python failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|line| {
@@ -189,10 +140,7 @@ fn bench_python(
 
 fn print(side: &str, threads: usize, r: &Measured) {
     let cpu = r.cpu_util.map_or("n/a".to_owned(), |c| format!("{c:.2}"));
-    println!(
-        "{side:<40} threads={threads}  texts/s={:>9.0}  tokens/s={:>10.0}  cpu_util={cpu}",
-        r.texts_per_s, r.tokens_per_s
-    );
+    println!("{side:<40} threads={threads}  texts/s={:>9.0}  tokens/s={:>10.0}  cpu_util={cpu}", r.texts_per_s, r.tokens_per_s);
 }
 
 fn main() {
@@ -202,10 +150,7 @@ fn main() {
     let all = env_usize("TOKENIZE_BENCH_THREADS", cores);
     let tokenizer_json = require(deps_dir().join("minilm/tokenizer.json"));
 
-    let generator = TokenizerPipeline::builder(MAX_LEN)
-        .threads(1)
-        .from_file(&tokenizer_json)
-        .expect("tokenizer loads");
+    let generator = TokenizerPipeline::builder(MAX_LEN).threads(1).from_file(&tokenizer_json).expect("tokenizer loads");
     let texts = generate_texts(generator.tokenizer(), n);
     let mut file = tempfile::NamedTempFile::new().expect("temp file");
     for t in &texts {
@@ -231,31 +176,19 @@ fn main() {
         // non-ASCII texts or other tokenizer recipes get.
         let plain = bench_rust(&tokenizer_json, &texts, threads, repeats, false);
         print("rust trt-nlp encode_into, no fast path", threads, &plain);
-        assert_eq!(
-            plain.tokens, rust.tokens,
-            "both Rust paths give the same tokens"
-        );
+        assert_eq!(plain.tokens, rust.tokens, "both Rust paths give the same tokens");
         let python = bench_python(&tokenizer_json, &texts_file, threads, repeats);
         for (method, r) in &python {
             print(&format!("python {method}+numpy"), threads, r);
             if r.tokens != rust.tokens {
-                println!(
-                    "WARNING: python {method} counted {} tokens, rust {}",
-                    r.tokens, rust.tokens
-                );
+                println!("WARNING: python {method} counted {} tokens, rust {}", r.tokens, rust.tokens);
             }
         }
-        let best = python
-            .iter()
-            .map(|(_, r)| r.texts_per_s)
-            .fold(0.0, f64::max);
+        let best = python.iter().map(|(_, r)| r.texts_per_s).fold(0.0, f64::max);
         ratios.push((threads, rust.texts_per_s / best, plain.texts_per_s / best));
     }
     for (threads, ratio, plain) in &ratios {
         println!("ratio_vs_python_tokenizers_threads_{threads}: {ratio:.2} (without fast path: {plain:.2})");
     }
-    println!(
-        "ratio_vs_python_tokenizers: {:.2}",
-        ratios.last().expect("one run").1
-    );
+    println!("ratio_vs_python_tokenizers: {:.2}", ratios.last().expect("one run").1);
 }

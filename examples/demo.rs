@@ -18,9 +18,10 @@ fn main() {
 }
 
 fn run() -> trt::Result<()> {
-    let dir = std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.deps/models/minilm")
-    });
+    let dir = std::env::args()
+        .nth(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.deps/models/minilm"));
     let builder = Builder::new()?;
     let lib = builder.library();
     println!("TensorRT: {} ({}), headers {}", lib.version(), lib.path().display(), trt::header_version());

@@ -60,9 +60,8 @@ fn compute(
     inspect: impl FnOnce(usize, usize, &[i32]) -> Result<()>,
 ) -> Result<()> {
     let batch_layout = {
-        let mut batch = EncodedBatch::new()
-            .with(layout.inputs[0].clone(), &mut staging.ids)?
-            .with(layout.inputs[1].clone(), &mut staging.mask)?;
+        let mut batch =
+            EncodedBatch::new().with(layout.inputs[0].clone(), &mut staging.ids)?.with(layout.inputs[1].clone(), &mut staging.mask)?;
         fill(&mut batch)?
     };
     let (b, s) = (batch_layout.batch, batch_layout.seq_len);

@@ -5,8 +5,7 @@ mod common;
 
 use common::*;
 use trt::{
-    Activation, Builder, DataType, ElementWise, Error, HostData, MatrixOp, OnnxParser, Precision, ProfileSpec, Reduce,
-    ShapeRange, Unary,
+    Activation, Builder, DataType, ElementWise, Error, HostData, MatrixOp, OnnxParser, Precision, ProfileSpec, Reduce, ShapeRange, Unary,
 };
 
 fn bert_profile() -> ProfileSpec {
@@ -212,7 +211,6 @@ fn external_weights_next_to_the_onnx_file_are_found() {
     let bytes = std::fs::read(&path).unwrap();
     OnnxParser::parse_bytes(&builder, &bytes, Some(&path)).unwrap();
 }
-
 
 #[test]
 fn engine_cache_hits_rebuilds_on_change_and_never_returns_a_truncated_plan() {

@@ -88,9 +88,7 @@ fn unsupported_operator_is_named_with_its_node() {
 fn profile_with_min_greater_than_max_is_rejected() {
     let builder = Builder::new().unwrap();
     let mut config = builder.config().unwrap();
-    let err = config
-        .add_profile(ProfileSpec::new().with("input_ids", ShapeRange::new(&[8, 128], &[4, 64], &[1, 16])))
-        .unwrap_err();
+    let err = config.add_profile(ProfileSpec::new().with("input_ids", ShapeRange::new(&[8, 128], &[4, 64], &[1, 16]))).unwrap_err();
     println!("{err}");
     assert!(matches!(&err, Error::InvalidProfile { tensor, .. } if tensor == "input_ids"));
 }
@@ -111,9 +109,7 @@ fn profile_missing_one_input_or_with_wrong_rank_is_rejected() {
     let builder = Builder::new().unwrap();
     let network = OnnxParser::parse_file(&builder, default_model(false)).unwrap();
     let mut config = builder.config().unwrap();
-    config
-        .add_profile(ProfileSpec::new().with_all(&BERT_INPUTS[..2], ShapeRange::new(&[1, 16], &[8, 64], &[32, 128])))
-        .unwrap();
+    config.add_profile(ProfileSpec::new().with_all(&BERT_INPUTS[..2], ShapeRange::new(&[1, 16], &[8, 64], &[32, 128]))).unwrap();
     let err = builder.build(&network, &config).unwrap_err();
     assert!(matches!(&err, Error::MissingProfile { inputs } if inputs == &["token_type_ids"]), "{err}");
 

@@ -29,9 +29,10 @@ struct Rng(u64);
 
 impl Rng {
     fn from_env() -> Rng {
-        let seed = std::env::var("TRT_CACHE_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
-        });
+        let seed = std::env::var("TRT_CACHE_CRASH_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1);
         println!("TRT_CACHE_CRASH_SEED={seed}");
         Rng(seed)
     }
@@ -108,12 +109,7 @@ fn run_child_if_asked() -> bool {
 }
 
 fn temporaries(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "tmp"))
-        .collect()
+    std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "tmp")).collect()
 }
 
 fn files_with(dir: &Path, ext: &str) -> Vec<PathBuf> {
@@ -190,12 +186,10 @@ fn engine_cache_entry_killed_mid_write_is_never_used() {
             0 | 1 => {
                 let want = if aim == 0 { ".plan." } else { ".json." };
                 kill_when(&mut child, full * 3, || {
-                    dir.exists()
-                        && temporaries(&dir).iter().any(|t| t.to_string_lossy().contains(want))
-                        && {
-                            std::thread::sleep(extra);
-                            true
-                        }
+                    dir.exists() && temporaries(&dir).iter().any(|t| t.to_string_lossy().contains(want)) && {
+                        std::thread::sleep(extra);
+                        true
+                    }
                 })
             }
             _ => {

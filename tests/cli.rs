@@ -27,18 +27,8 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn run_with_stdin(args: &[&str], stdin: &str) -> Output {
-    let mut child = trt_cmd(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the trt binary runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    let mut child = trt_cmd(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("the trt binary runs");
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
     child.wait_with_output().unwrap()
 }
 
@@ -56,36 +46,19 @@ fn p(path: &Path) -> &str {
 
 /// Success, or a failure that shows what the binary said.
 fn assert_ok(o: &Output) {
-    assert!(
-        o.status.success(),
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        stdout(o),
-        stderr(o)
-    );
+    assert!(o.status.success(), "exit {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), stdout(o), stderr(o));
 }
 
 /// Exit 1 with exactly one `error: ...` line on stderr that mentions every
 /// string of `mentions`, and no panic or Debug output. Returns the line.
 fn assert_user_error(o: &Output, mentions: &[&str]) -> String {
     let err = stderr(o);
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "expected exit 1\nstdout:\n{}\nstderr:\n{err}",
-        stdout(o)
-    );
+    assert_eq!(o.status.code(), Some(1), "expected exit 1\nstdout:\n{}\nstderr:\n{err}", stdout(o));
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 1, "one line expected on stderr, got:\n{err}");
     let line = lines[0];
     assert!(line.starts_with("error: "), "{line}");
-    for bad in [
-        "panicked",
-        "RUST_BACKTRACE",
-        "Error {",
-        "Some(",
-        "TrtMessage",
-    ] {
+    for bad in ["panicked", "RUST_BACKTRACE", "Error {", "Some(", "TrtMessage"] {
         assert!(!line.contains(bad), "debug output or panic in: {line}");
     }
     for m in mentions {
@@ -96,28 +69,12 @@ fn assert_user_error(o: &Output, mentions: &[&str]) -> String {
 
 /// `--min/--opt/--max-shapes` for the three BERT inputs.
 fn bert_shapes(min: &str, opt: &str, max: &str) -> Vec<String> {
-    let list = |dims: &str| {
-        BERT_INPUTS
-            .iter()
-            .map(|n| format!("{n}:{dims}"))
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    vec![
-        "--min-shapes".into(),
-        list(min),
-        "--opt-shapes".into(),
-        list(opt),
-        "--max-shapes".into(),
-        list(max),
-    ]
+    let list = |dims: &str| BERT_INPUTS.iter().map(|n| format!("{n}:{dims}")).collect::<Vec<_>>().join(",");
+    vec!["--min-shapes".into(), list(min), "--opt-shapes".into(), list(opt), "--max-shapes".into(), list(max)]
 }
 
 fn args_with<'a>(head: &[&'a str], tail: &'a [String]) -> Vec<&'a str> {
-    head.iter()
-        .copied()
-        .chain(tail.iter().map(String::as_str))
-        .collect()
+    head.iter().copied().chain(tail.iter().map(String::as_str)).collect()
 }
 
 fn gpu_present() -> bool {
@@ -131,43 +88,19 @@ fn build_default_model_fp32_and_fp16_prints_a_summary() {
     for (fp16, name) in [(false, "fp32.plan"), (true, "fp16.plan")] {
         let model = default_model(fp16);
         let plan = dir.path().join(name);
-        let o = run(&args_with(
-            &["build", p(&model), "-o", p(&plan), "--progress", "plain"],
-            &shapes,
-        ));
+        let o = run(&args_with(&["build", p(&model), "-o", p(&plan), "--progress", "plain"], &shapes));
         assert_ok(&o);
         let out = stdout(&o);
-        assert!(
-            out.starts_with(&format!("built {} -> {}", model.display(), plan.display())),
-            "{out}"
-        );
-        for s in [
-            "TensorRT",
-            "plan",
-            "input_ids",
-            "attention_mask",
-            "token_type_ids",
-            "logits",
-            "last_hidden_state",
-            "8x128",
-            "32x128",
-        ] {
+        assert!(out.starts_with(&format!("built {} -> {}", model.display(), plan.display())), "{out}");
+        for s in ["TensorRT", "plan", "input_ids", "attention_mask", "token_type_ids", "logits", "last_hidden_state", "8x128", "32x128"] {
             assert!(out.contains(s), "'{s}' missing from the summary:\n{out}");
         }
         let dtype = if fp16 { "f16" } else { "f32" };
-        assert!(
-            out.lines()
-                .any(|l| l.contains("logits") && l.contains(dtype)),
-            "{out}"
-        );
+        assert!(out.lines().any(|l| l.contains("logits") && l.contains(dtype)), "{out}");
         let size = std::fs::metadata(&plan).unwrap().len();
         assert!(size > 1_000_000, "plan of {size} bytes");
         // The progress monitor fed the plain progress lines.
-        assert!(
-            stderr(&o).contains("steps)"),
-            "no progress lines:\n{}",
-            stderr(&o)
-        );
+        assert!(stderr(&o).contains("steps)"), "no progress lines:\n{}", stderr(&o));
         println!("{out}");
     }
 }
@@ -178,24 +111,8 @@ fn build_external_weights_with_timing_cache_and_targets() {
     let model = generated("models/test/external_weights.onnx");
     let plan = dir.path().join("ext.plan");
     let cache = dir.path().join("timing.cache");
-    let mut args = vec![
-        "build",
-        p(&model),
-        "-o",
-        p(&plan),
-        "--min-shapes",
-        "x:1x64",
-        "--max-shapes",
-        "x:8x64",
-    ];
-    args.extend([
-        "--timing-cache",
-        p(&cache),
-        "--workspace",
-        "64",
-        "--opt-level",
-        "1",
-    ]);
+    let mut args = vec!["build", p(&model), "-o", p(&plan), "--min-shapes", "x:1x64", "--max-shapes", "x:8x64"];
+    args.extend(["--timing-cache", p(&cache), "--workspace", "64", "--opt-level", "1"]);
     let rtx = trt::header_version().flavor == trt::Flavor::TensorRtRtx;
     if rtx {
         args.extend(["--target", "sm80,sm86"]);
@@ -204,11 +121,7 @@ fn build_external_weights_with_timing_cache_and_targets() {
     assert_ok(&first);
     let out = stdout(&first);
     // Without --opt-shapes, opt = max.
-    assert!(
-        out.lines()
-            .any(|l| l.contains(" x ") && l.contains("1x64") && l.contains("8x64  8x64")),
-        "{out}"
-    );
+    assert!(out.lines().any(|l| l.contains(" x ") && l.contains("1x64") && l.contains("8x64  8x64")), "{out}");
     assert!(out.contains("(new, wrote"), "{out}");
     if rtx {
         assert!(out.contains("sm80, sm86"), "{out}");
@@ -225,26 +138,10 @@ fn build_without_shapes_lists_the_dynamic_inputs_and_an_example_flag() {
     let dir = tempfile::tempdir().unwrap();
     let model = default_model(false);
     let o = run(&["build", p(&model), "-o", p(&dir.path().join("x.plan"))]);
-    let line = assert_user_error(
-        &o,
-        &[
-            p(&model),
-            "input_ids [-1, -1]",
-            "attention_mask",
-            "token_type_ids",
-            "--min-shapes input_ids:",
-        ],
-    );
+    let line = assert_user_error(&o, &[p(&model), "input_ids [-1, -1]", "attention_mask", "token_type_ids", "--min-shapes input_ids:"]);
     assert!(line.contains("--max-shapes"), "{line}");
     // Shapes for one input only: the others are listed.
-    let o = run(&[
-        "build",
-        p(&model),
-        "-o",
-        p(&dir.path().join("x.plan")),
-        "--max-shapes",
-        "input_ids:4x16",
-    ]);
+    let o = run(&["build", p(&model), "-o", p(&dir.path().join("x.plan")), "--max-shapes", "input_ids:4x16"]);
     let line = assert_user_error(&o, &["attention_mask", "token_type_ids"]);
     assert!(!line.contains("input_ids ["), "{line}");
     assert!(!dir.path().join("x.plan").exists());
@@ -259,46 +156,26 @@ fn bad_shapes_are_usage_or_profile_errors() {
     // An input the model does not have, and min > max: exit 1 naming the tensor.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.plan");
-    let o = run(&args_with(
-        &[
-            "build",
-            p(&model),
-            "-o",
-            p(&out),
-            "--max-shapes",
-            "nope:1x1",
-        ],
-        &bert_shapes("1x16", "8x128", "32x128"),
-    ));
+    let o = run(&args_with(&["build", p(&model), "-o", p(&out), "--max-shapes", "nope:1x1"], &bert_shapes("1x16", "8x128", "32x128")));
     assert_user_error(&o, &["nope"]);
-    let o = run(&args_with(
-        &["build", p(&model), "-o", p(&out)],
-        &bert_shapes("8x16", "4x16", "2x16"),
-    ));
+    let o = run(&args_with(&["build", p(&model), "-o", p(&out)], &bert_shapes("8x16", "4x16", "2x16")));
     assert_user_error(&o, &["input_ids", "min <= opt <= max"]);
 }
 
 #[test]
 fn precision_flags_explain_the_strongly_typed_path() {
-    if trt::header_version().flavor != trt::Flavor::TensorRtRtx && trt::header_version().major < 11
-    {
+    if trt::header_version().flavor != trt::Flavor::TensorRtRtx && trt::header_version().major < 11 {
         println!("skipped: TensorRT 10.x has the precision flags");
         return;
     }
     let model = default_model(false);
     // --fp16 converts the model in memory there (tests/cli_precision.rs).
-    for (flag, hint) in [
-        ("--bf16", "BF16 ONNX"),
-        ("--int8", "trt quantize"),
-    ] {
+    for (flag, hint) in [("--bf16", "BF16 ONNX"), ("--int8", "trt quantize")] {
         let o = run(&["build", p(&model), flag]);
         assert_user_error(&o, &[flag, "strongly typed", hint]);
     }
     // The flags exclude each other (usage error).
-    assert_eq!(
-        run(&["build", p(&model), "--fp16", "--int8"]).status.code(),
-        Some(2)
-    );
+    assert_eq!(run(&["build", p(&model), "--fp16", "--int8"]).status.code(), Some(2));
 }
 
 #[test]
@@ -310,43 +187,13 @@ fn inspect_onnx_json_lists_every_tensor_with_its_dynamic_dims() {
     assert_eq!(doc["kind"], "onnx");
     assert!(doc["layers"].as_u64().unwrap() > 10);
     let tensors = doc["tensors"].as_array().unwrap();
-    let names: Vec<&str> = tensors
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        names,
-        [
-            "input_ids",
-            "attention_mask",
-            "token_type_ids",
-            "logits",
-            "last_hidden_state"
-        ]
-    );
+    let names: Vec<&str> = tensors.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["input_ids", "attention_mask", "token_type_ids", "logits", "last_hidden_state"]);
     for t in tensors {
-        let shape: Vec<i64> = t["shape"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d.as_i64().unwrap())
-            .collect();
+        let shape: Vec<i64> = t["shape"].as_array().unwrap().iter().map(|d| d.as_i64().unwrap()).collect();
         assert!(shape.contains(&-1), "{t}");
-        let dynamic: Vec<usize> = t["dynamic_dims"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d.as_u64().unwrap() as usize)
-            .collect();
-        assert_eq!(
-            dynamic,
-            shape
-                .iter()
-                .enumerate()
-                .filter(|(_, &d)| d < 0)
-                .map(|(i, _)| i)
-                .collect::<Vec<_>>()
-        );
+        let dynamic: Vec<usize> = t["dynamic_dims"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
+        assert_eq!(dynamic, shape.iter().enumerate().filter(|(_, &d)| d < 0).map(|(i, _)| i).collect::<Vec<_>>());
         assert!(["input", "output"].contains(&t["mode"].as_str().unwrap()));
     }
     assert_eq!(tensors[0]["dtype"], "i32");
@@ -356,10 +203,7 @@ fn inspect_onnx_json_lists_every_tensor_with_its_dynamic_dims() {
     let o = run(&["inspect", p(&model)]);
     assert_ok(&o);
     let out = stdout(&o);
-    assert!(
-        out.contains("last_hidden_state  output  f32    [-1, -1, 384]"),
-        "{out}"
-    );
+    assert!(out.contains("last_hidden_state  output  f32    [-1, -1, 384]"), "{out}");
     assert!(out.contains("layers"), "{out}");
 }
 
@@ -374,11 +218,7 @@ fn broken_files(dir: &Path, ext: &str) -> Vec<PathBuf> {
         x ^= x << 5;
         *b = x as u8;
     }
-    let files = [
-        ("empty", Vec::new()),
-        ("truncated", model[..model.len().min(10_000)].to_vec()),
-        ("random", random),
-    ];
+    let files = [("empty", Vec::new()), ("truncated", model[..model.len().min(10_000)].to_vec()), ("random", random)];
     let mut paths: Vec<PathBuf> = files
         .into_iter()
         .map(|(name, bytes)| {
@@ -422,14 +262,7 @@ fn a_real_plan_inspects_where_tensorrt_can_deserialize_it_and_says_why_not_elsew
     let dir = tempfile::tempdir().unwrap();
     let model = generated("models/test/external_weights.onnx");
     let plan = dir.path().join("ext.plan");
-    assert_ok(&run(&[
-        "build",
-        p(&model),
-        "-o",
-        p(&plan),
-        "--max-shapes",
-        "x:8x64",
-    ]));
+    assert_ok(&run(&["build", p(&model), "-o", p(&plan), "--max-shapes", "x:8x64"]));
     let o = run(&["inspect", p(&plan), "--json"]);
     if o.status.success() {
         let doc: Value = serde_json::from_str(&stdout(&o)).expect("valid JSON");
@@ -447,14 +280,7 @@ fn a_real_plan_inspects_where_tensorrt_can_deserialize_it_and_says_why_not_elsew
 fn bench_without_a_usable_gpu_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("ext.plan");
-    assert_ok(&run(&[
-        "build",
-        p(&generated("models/test/external_weights.onnx")),
-        "-o",
-        p(&plan),
-        "--max-shapes",
-        "x:8x64",
-    ]));
+    assert_ok(&run(&["build", p(&generated("models/test/external_weights.onnx")), "-o", p(&plan), "--max-shapes", "x:8x64"]));
     let o = run(&["bench", p(&plan), "--iterations", "5", "--warmup", "1"]);
     if gpu_present() {
         // A GPU TensorRT runs on: numbers; one it refuses (e.g. the H200 for TensorRT-RTX): a clear error.
@@ -466,10 +292,7 @@ fn bench_without_a_usable_gpu_says_so() {
         assert_user_error(&o, &["trt bench needs a GPU", "CUDA"]);
     }
     // A missing plan is named before anything else.
-    assert_user_error(
-        &run(&["bench", p(&dir.path().join("nope.plan"))]),
-        &["nope.plan"],
-    );
+    assert_user_error(&run(&["bench", p(&dir.path().join("nope.plan"))]), &["nope.plan"]);
 }
 
 #[test]
@@ -530,7 +353,8 @@ fn a_missing_or_foreign_onnxruntime_library_is_a_clear_error() {
     let o = trt_cmd(&["embed", p(&model), "--backend", "onnxruntime", "hi"]).env("ORT_DYLIB_PATH", &missing).output().unwrap();
     assert_user_error(&o, &["ONNX Runtime library not found", "libonnxruntime.so.1"]);
     // A shared library that is not ONNX Runtime.
-    let foreign = ["/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6"].into_iter().find(|f| Path::new(f).exists()).unwrap();
+    let foreign =
+        ["/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6"].into_iter().find(|f| Path::new(f).exists()).unwrap();
     let o = trt_cmd(&["embed", p(&model), "--backend", "onnxruntime", "hi"]).env("ORT_DYLIB_PATH", foreign).output().unwrap();
     assert_user_error(&o, &["not ONNX Runtime", "libm.so.6"]);
 }
@@ -554,11 +378,7 @@ for t in r["texts"]:
 print(json.dumps(out))
 "#;
     let python = deps().join("venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/setup first",
-        python.display()
-    );
+    assert!(python.exists(), "{} is missing: run scripts/setup first", python.display());
     let request = json!({"tokenizer": generated("models/minilm/tokenizer.json"), "texts": texts, "max_len": max_len});
     let mut child = Command::new(&python)
         .args(["-c", SCRIPT])
@@ -567,26 +387,14 @@ print(json.dumps(out))
         .stderr(Stdio::piped())
         .spawn()
         .expect("python runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(request.to_string().as_bytes())
-        .unwrap();
+    child.stdin.take().unwrap().write_all(request.to_string().as_bytes()).unwrap();
     let o = child.wait_with_output().unwrap();
-    assert!(
-        o.status.success(),
-        "python failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "python failed: {}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice::<Vec<Value>>(&o.stdout).unwrap()
 }
 
 fn json_lines(o: &Output) -> Vec<Value> {
-    stdout(o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
+    stdout(o).lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
 }
 
 #[test]
@@ -605,11 +413,7 @@ fn tokenize_matches_the_python_tokenizers_package() {
     ];
     for max_len in [None, Some(8)] {
         let expected = python_reference(&texts, max_len);
-        let mut args = vec![
-            "tokenize".to_owned(),
-            "--tokenizer".into(),
-            p(&tokenizer).into(),
-        ];
+        let mut args = vec!["tokenize".to_owned(), "--tokenizer".into(), p(&tokenizer).into()];
         if let Some(n) = max_len {
             args.extend(["--max-len".into(), n.to_string()]);
         }
@@ -627,37 +431,18 @@ fn tokenize_matches_the_python_tokenizers_package() {
     }
     // Output keys: input_ids first.
     let o = run(&["tokenize", "--tokenizer", p(&tokenizer), "hi"]);
-    assert_eq!(
-        stdout(&o),
-        "{\"input_ids\":[101,7632,102],\"attention_mask\":[1,1,1]}\n"
-    );
+    assert_eq!(stdout(&o), "{\"input_ids\":[101,7632,102],\"attention_mask\":[1,1,1]}\n");
 }
 
 #[test]
 fn tokenize_errors_name_the_file_or_the_flag() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("tokenizer.json");
-    assert_user_error(
-        &run(&["tokenize", "--tokenizer", p(&missing), "x"]),
-        &[p(&missing)],
-    );
+    assert_user_error(&run(&["tokenize", "--tokenizer", p(&missing), "x"]), &[p(&missing)]);
     std::fs::write(&missing, b"{not json").unwrap();
-    assert_user_error(
-        &run(&["tokenize", "--tokenizer", p(&missing), "x"]),
-        &[p(&missing)],
-    );
+    assert_user_error(&run(&["tokenize", "--tokenizer", p(&missing), "x"]), &[p(&missing)]);
     let tokenizer = generated("models/minilm/tokenizer.json");
-    assert_user_error(
-        &run(&[
-            "tokenize",
-            "--tokenizer",
-            p(&tokenizer),
-            "--max-len",
-            "2",
-            "x",
-        ]),
-        &["--max-len 2"],
-    );
+    assert_user_error(&run(&["tokenize", "--tokenizer", p(&tokenizer), "--max-len", "2", "x"]), &["--max-len 2"]);
     // Invalid UTF-8 on stdin: the line is named.
     let mut child = trt_cmd(&["tokenize", "--tokenizer", p(&tokenizer)])
         .stdin(Stdio::piped())
@@ -665,12 +450,7 @@ fn tokenize_errors_name_the_file_or_the_flag() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"fine\n\xff\xfe\n")
-        .unwrap();
+    child.stdin.take().unwrap().write_all(b"fine\n\xff\xfe\n").unwrap();
     let o = child.wait_with_output().unwrap();
     assert_user_error(&o, &["line 2"]);
 }
@@ -686,10 +466,7 @@ fn demo_builds_inspects_and_classifies_on_whichever_backend_runs() {
         assert!(out.contains(s), "'{s}' missing:\n{out}");
     }
     if !gpu_present() {
-        assert!(
-            out.contains("TensorRT cannot deserialize it on this machine"),
-            "{out}"
-        );
+        assert!(out.contains("TensorRT cannot deserialize it on this machine"), "{out}");
     }
     for variant in ["fp32", "fp16"] {
         assert!(out.contains(&format!("check vs Python onnxruntime ({variant})")) && out.contains("): ok"), "{out}");
@@ -697,14 +474,7 @@ fn demo_builds_inspects_and_classifies_on_whichever_backend_runs() {
     println!("{out}");
     let second = run(&["demo", "--cache-dir", dir]);
     assert_ok(&second);
-    assert_eq!(
-        stdout(&second)
-            .matches("loaded from the engine cache")
-            .count(),
-        2,
-        "{}",
-        stdout(&second)
-    );
+    assert_eq!(stdout(&second).matches("loaded from the engine cache").count(), 2, "{}", stdout(&second));
 }
 
 #[test]
@@ -712,16 +482,10 @@ fn usage_errors_exit_2_and_help_works() {
     assert_eq!(run(&[]).status.code(), Some(2));
     assert_eq!(run(&["build"]).status.code(), Some(2));
     assert_eq!(run(&["frobnicate"]).status.code(), Some(2));
-    assert_eq!(
-        run(&["build", "m.onnx", "--opt-level", "9"]).status.code(),
-        Some(2)
-    );
+    assert_eq!(run(&["build", "m.onnx", "--opt-level", "9"]).status.code(), Some(2));
     let o = run(&["build", "--help"]);
     assert_ok(&o);
-    assert!(
-        stdout(&o).contains("opt = max"),
-        "the shape defaults are documented"
-    );
+    assert!(stdout(&o).contains("opt = max"), "the shape defaults are documented");
 }
 
 /// An ONNX exported by PyTorch's exporter (int64 inputs, its own op patterns),

@@ -68,7 +68,18 @@ fn quantize_writes_a_qdq_model_and_a_calibration_cache() {
     let t = first_texts(dir.path(), 40);
     let out = dir.path().join("int8.onnx");
     let cache = dir.path().join("int8.cache");
-    let o = run(&["quantize", p(&default_model(false)), "--calibration", p(&t), "-o", p(&out), "--calibration-cache", p(&cache), "--threads", "2"]);
+    let o = run(&[
+        "quantize",
+        p(&default_model(false)),
+        "--calibration",
+        p(&t),
+        "-o",
+        p(&out),
+        "--calibration-cache",
+        p(&cache),
+        "--threads",
+        "2",
+    ]);
     let s = text(&o);
     println!("{s}");
     assert!(o.status.success(), "{s}");
@@ -111,7 +122,12 @@ fn bad_inputs_are_one_line_errors() {
 fn build_fp16_converts_in_memory_on_strongly_typed_versions() {
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("m.plan");
-    let shapes = ["--min-shapes", "input_ids:1x1,attention_mask:1x1,token_type_ids:1x1", "--max-shapes", "input_ids:4x64,attention_mask:4x64,token_type_ids:4x64"];
+    let shapes = [
+        "--min-shapes",
+        "input_ids:1x1,attention_mask:1x1,token_type_ids:1x1",
+        "--max-shapes",
+        "input_ids:4x64,attention_mask:4x64,token_type_ids:4x64",
+    ];
     let model = generated("models/minilm/model.onnx");
     let mut args = vec!["build", "--fp16", p(&model), "-o", p(&plan)];
     args.extend(shapes);

@@ -6,12 +6,11 @@
 //! the opposite).
 
 use half::{bf16, f16};
-use trt::cuda::{
-    device_count, driver_available, driver_version, is_capture_error, CaptureMode, CudaGraph,
-    Device, DeviceBuffer, Element, Event, GraphResource, PinnedBuffer, Stream, StreamGate,
-    DEVICE_ALIGNMENT,
-};
 use std::time::Duration;
+use trt::cuda::{
+    device_count, driver_available, driver_version, is_capture_error, CaptureMode, CudaGraph, Device, DeviceBuffer, Element, Event,
+    GraphResource, PinnedBuffer, Stream, StreamGate, DEVICE_ALIGNMENT,
+};
 use trt::{DataType, Error};
 
 fn gpu() -> (Device, Stream) {
@@ -31,18 +30,9 @@ fn without_driver_everything_is_cuda_unavailable_and_nothing_panics() {
         match Device::new(0) {
             Err(Error::CudaUnavailable(msg)) => {
                 println!("no driver here: {msg}");
-                assert!(
-                    msg.contains("could not be loaded"),
-                    "unclear message: {msg}"
-                );
-                assert!(
-                    msg.contains("libcuda"),
-                    "message should name the library: {msg}"
-                );
-                assert!(
-                    msg.contains("LD_LIBRARY_PATH"),
-                    "message should say how to fix it: {msg}"
-                );
+                assert!(msg.contains("could not be loaded"), "unclear message: {msg}");
+                assert!(msg.contains("libcuda"), "message should name the library: {msg}");
+                assert!(msg.contains("LD_LIBRARY_PATH"), "message should say how to fix it: {msg}");
             }
             Err(other) => panic!("expected Error::CudaUnavailable, got {other}"),
             Ok(_) => panic!("Device::new(0) succeeded although driver_available() is false"),
@@ -102,18 +92,10 @@ fn thread_safety_markers() {
 fn capture_errors_are_recognised() {
     use cudarc::driver::{sys::CUresult, DriverError};
     // (Not formatted: formatting a DriverError asks the driver for its message.)
-    let capture = Error::Cuda {
-        operation: "cuStreamEndCapture",
-        source: DriverError(CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED),
-    };
-    let unsupported = Error::Cuda {
-        operation: "cuStreamSynchronize",
-        source: DriverError(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
-    };
-    let oom = Error::Cuda {
-        operation: "cuMemAllocAsync",
-        source: DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY),
-    };
+    let capture = Error::Cuda { operation: "cuStreamEndCapture", source: DriverError(CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) };
+    let unsupported =
+        Error::Cuda { operation: "cuStreamSynchronize", source: DriverError(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) };
+    let oom = Error::Cuda { operation: "cuMemAllocAsync", source: DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY) };
     assert!(is_capture_error(&capture));
     assert!(is_capture_error(&unsupported));
     assert!(!is_capture_error(&oom));
@@ -147,11 +129,7 @@ fn device_query() {
     assert_eq!(total, total2);
     assert!(free > 0 && free <= total);
     assert!(device.free_memory().unwrap() <= total);
-    assert_eq!(
-        Device::new(0).unwrap(),
-        device,
-        "two handles of the same primary context"
-    );
+    assert_eq!(Device::new(0).unwrap(), device, "two handles of the same primary context");
     device.synchronize().unwrap();
     device.check_deferred_error().unwrap();
 }
@@ -165,11 +143,7 @@ fn buffer_alloc_zeros_and_alignment() {
         assert_eq!(b.len(), len);
         assert_eq!(b.size_in_bytes(), len);
         assert_eq!(b.dtype(), DataType::Uint8);
-        assert!(
-            b.is_aligned(DEVICE_ALIGNMENT),
-            "len {len}: address {:#x}",
-            b.address()
-        );
+        assert!(b.is_aligned(DEVICE_ALIGNMENT), "len {len}: address {:#x}", b.address());
         assert_eq!(b.address() % 256, 0);
         assert!(b.to_vec(&stream).unwrap().iter().all(|&x| x == 0));
     }
@@ -180,15 +154,9 @@ fn buffer_alloc_zeros_and_alignment() {
     f.fill_zeros(&stream).unwrap();
     assert!(f.to_vec(&stream).unwrap().iter().all(|&x| x == 0.0));
     // Too long a source is an error, not a panic.
-    assert!(matches!(
-        f.copy_from_host(&vec![0.0; 12346], &stream),
-        Err(Error::InvalidArgument(_))
-    ));
+    assert!(matches!(f.copy_from_host(&vec![0.0; 12346], &stream), Err(Error::InvalidArgument(_))));
     // An absurd size is an error, not a panic or a wrapped multiplication.
-    assert!(matches!(
-        DeviceBuffer::<i64>::zeros(usize::MAX / 4, &stream),
-        Err(Error::InvalidArgument(_))
-    ));
+    assert!(matches!(DeviceBuffer::<i64>::zeros(usize::MAX / 4, &stream), Err(Error::InvalidArgument(_))));
     device.check_deferred_error().unwrap();
 }
 
@@ -206,10 +174,7 @@ fn pinned_memory() {
     assert_eq!(p.as_slice().unwrap()[999], 2997);
     p.copy_from_slice(&[-1, -2]).unwrap();
     assert_eq!(&p.to_vec().unwrap()[..3], &[-1, -2, 6]);
-    assert!(matches!(
-        p.copy_from_slice(&vec![0; 1001]),
-        Err(Error::InvalidArgument(_))
-    ));
+    assert!(matches!(p.copy_from_slice(&vec![0; 1001]), Err(Error::InvalidArgument(_))));
     let q = PinnedBuffer::<f16>::from_slice(&device, &[f16::from_f32(1.5); 7]).unwrap();
     assert_eq!(q.as_slice().unwrap(), &[f16::from_f32(1.5); 7]);
     assert_eq!(q.as_bytes().unwrap().len(), 14);
@@ -238,26 +203,15 @@ fn roundtrip<T: Element>(device: &Device, stream: &Stream, values: &[T]) {
     assert_eq!(dst.as_slice().unwrap(), values, "{ty}: pinned round trip");
     // Blocking: slice -> device -> Vec / slice.
     let mut gpu2 = DeviceBuffer::from_slice(values, stream).unwrap();
-    assert_eq!(
-        gpu2.to_vec(stream).unwrap(),
-        values,
-        "{ty}: slice round trip"
-    );
+    assert_eq!(gpu2.to_vec(stream).unwrap(), values, "{ty}: slice round trip");
     let mut out = vec![T::default(); n];
     gpu2.copy_to_host(&mut out, stream).unwrap();
     assert_eq!(out, values, "{ty}: copy_to_host");
     // Partial copies.
     let mut part = PinnedBuffer::<T>::zeros(device, n / 2).unwrap();
     gpu2.copy_to_pinned_n(&mut part, n / 2, stream).unwrap();
-    assert_eq!(
-        part.as_slice().unwrap(),
-        &values[..n / 2],
-        "{ty}: partial download"
-    );
-    assert!(matches!(
-        gpu2.copy_to_pinned(&mut part, stream),
-        Err(Error::InvalidArgument(_))
-    ));
+    assert_eq!(part.as_slice().unwrap(), &values[..n / 2], "{ty}: partial download");
+    assert!(matches!(gpu2.copy_to_pinned(&mut part, stream), Err(Error::InvalidArgument(_))));
     println!("round trip ok: {ty} x {n}");
 }
 
@@ -266,54 +220,14 @@ fn roundtrip<T: Element>(device: &Device, stream: &Stream, values: &[T]) {
 fn async_copies_every_element_type() {
     let (device, stream) = gpu();
     let n = 10_000usize;
-    roundtrip(
-        &device,
-        &stream,
-        &(0..n).map(|i| i as f32 * 0.5 - 1000.25).collect::<Vec<_>>(),
-    );
-    roundtrip(
-        &device,
-        &stream,
-        &(0..n)
-            .map(|i| f16::from_f32((i % 2000) as f32 * 0.25 - 100.0))
-            .collect::<Vec<_>>(),
-    );
-    roundtrip(
-        &device,
-        &stream,
-        &(0..n)
-            .map(|i| bf16::from_f32(i as f32 * -3.0))
-            .collect::<Vec<_>>(),
-    );
-    roundtrip(
-        &device,
-        &stream,
-        &(0..n)
-            .map(|i| i as i32 * 7919 - 5_000_000)
-            .collect::<Vec<_>>(),
-    );
-    roundtrip(
-        &device,
-        &stream,
-        &(0..n)
-            .map(|i| (i as i64) << 40 | i as i64)
-            .collect::<Vec<_>>(),
-    );
-    roundtrip(
-        &device,
-        &stream,
-        &(0..n).map(|i| (i % 256) as u8 as i8).collect::<Vec<_>>(),
-    );
-    roundtrip(
-        &device,
-        &stream,
-        &(0..n).map(|i| (i * 31 % 256) as u8).collect::<Vec<_>>(),
-    );
-    roundtrip(
-        &device,
-        &stream,
-        &(0..n).map(|i| i % 3 == 0).collect::<Vec<_>>(),
-    );
+    roundtrip(&device, &stream, &(0..n).map(|i| i as f32 * 0.5 - 1000.25).collect::<Vec<_>>());
+    roundtrip(&device, &stream, &(0..n).map(|i| f16::from_f32((i % 2000) as f32 * 0.25 - 100.0)).collect::<Vec<_>>());
+    roundtrip(&device, &stream, &(0..n).map(|i| bf16::from_f32(i as f32 * -3.0)).collect::<Vec<_>>());
+    roundtrip(&device, &stream, &(0..n).map(|i| i as i32 * 7919 - 5_000_000).collect::<Vec<_>>());
+    roundtrip(&device, &stream, &(0..n).map(|i| (i as i64) << 40 | i as i64).collect::<Vec<_>>());
+    roundtrip(&device, &stream, &(0..n).map(|i| (i % 256) as u8 as i8).collect::<Vec<_>>());
+    roundtrip(&device, &stream, &(0..n).map(|i| (i * 31 % 256) as u8).collect::<Vec<_>>());
+    roundtrip(&device, &stream, &(0..n).map(|i| i % 3 == 0).collect::<Vec<_>>());
     device.check_deferred_error().unwrap();
 }
 
@@ -325,8 +239,7 @@ fn invalid_bool_bytes_are_reported_not_read() {
     {
         // Foreign GPU code writing 2 into a bool tensor (breaking kBOOL's contract).
         let g = gpu.device_ptr(&stream).unwrap();
-        unsafe { cudarc::driver::result::memset_d8_async(g.address(), 2, 16, stream.as_raw()) }
-            .unwrap();
+        unsafe { cudarc::driver::result::memset_d8_async(g.address(), 2, 16, stream.as_raw()) }.unwrap();
     }
     match gpu.to_vec(&stream) {
         Err(Error::InvalidArgument(msg)) => assert!(msg.contains("element 0 holds 2"), "{msg}"),
@@ -338,14 +251,8 @@ fn invalid_bool_bytes_are_reported_not_read() {
     let mut pinned = PinnedBuffer::<bool>::zeros(&device, 16).unwrap();
     gpu.copy_to_pinned(&mut pinned, &stream).unwrap();
     assert!(matches!(pinned.as_slice(), Err(Error::InvalidArgument(_))));
-    assert!(matches!(
-        pinned.as_mut_slice(),
-        Err(Error::InvalidArgument(_))
-    ));
-    assert!(matches!(
-        pinned.as_array(&[4, 4]),
-        Err(Error::InvalidArgument(_))
-    ));
+    assert!(matches!(pinned.as_mut_slice(), Err(Error::InvalidArgument(_))));
+    assert!(matches!(pinned.as_array(&[4, 4]), Err(Error::InvalidArgument(_))));
     assert_eq!(pinned.as_bytes().unwrap(), &[2u8; 16]);
     gpu.fill_zeros(&stream).unwrap();
     gpu.copy_to_pinned(&mut pinned, &stream).unwrap();
@@ -367,10 +274,7 @@ fn device_to_device_copy() {
     assert_eq!(b.to_vec(&other).unwrap(), data);
     assert!(a.to_vec(&stream).unwrap().iter().all(|&x| x == 0));
     let mut small = DeviceBuffer::<i64>::zeros(10, &stream).unwrap();
-    assert!(matches!(
-        small.copy_from_device(&mut b, &stream),
-        Err(Error::InvalidArgument(_))
-    ));
+    assert!(matches!(small.copy_from_device(&mut b, &stream), Err(Error::InvalidArgument(_))));
     b.copy_from_device(&mut small, &stream).unwrap(); // prefix
     let v = b.to_vec(&stream).unwrap();
     assert!(v[..10].iter().all(|&x| x == 0));
@@ -394,10 +298,7 @@ fn events_time_a_copy() {
     let ms = start.elapsed_ms(&end).unwrap();
     assert!(end.is_complete().unwrap());
     assert!(ms > 0.0, "elapsed {ms} ms");
-    println!(
-        "64 MiB pinned upload: {ms:.3} ms = {:.1} GiB/s",
-        64.0 / 1024.0 / (ms as f64 / 1000.0)
-    );
+    println!("64 MiB pinned upload: {ms:.3} ms = {:.1} GiB/s", 64.0 / 1024.0 / (ms as f64 / 1000.0));
     // Waiting on an event from another stream.
     let other = Stream::new(&device).unwrap();
     let sync = Event::without_timing(&device).unwrap();
@@ -470,35 +371,18 @@ fn ndarray_views_and_shape_mismatch() {
     assert_eq!(p.as_slice().unwrap()[23], -1.0);
     assert_eq!(p.as_slice().unwrap()[..6], [100.0; 6]);
     match p.as_array(&[5, 5]) {
-        Err(Error::ShapeMismatch {
-            tensor,
-            expected,
-            got,
-        }) => {
+        Err(Error::ShapeMismatch { tensor, expected, got }) => {
             assert!(tensor.contains("PinnedBuffer<f32>[24]"), "{tensor}");
             assert!(expected.contains("24"), "{expected}");
             assert!(got.contains("25"), "{got}");
         }
         other => panic!("expected ShapeMismatch, got {other:?}"),
     }
-    assert!(matches!(
-        p.as_array_mut(&[24, 2]),
-        Err(Error::ShapeMismatch { .. })
-    ));
-    assert!(matches!(
-        p.as_array(&[usize::MAX, 2]),
-        Err(Error::ShapeMismatch { .. })
-    ));
+    assert!(matches!(p.as_array_mut(&[24, 2]), Err(Error::ShapeMismatch { .. })));
+    assert!(matches!(p.as_array(&[usize::MAX, 2]), Err(Error::ShapeMismatch { .. })));
     assert!(matches!(p.as_array(&[]), Err(Error::ShapeMismatch { .. })));
     let one = PinnedBuffer::<i8>::from_slice(&device, &[-5]).unwrap();
-    assert_eq!(
-        one.as_array(&[])
-            .unwrap()
-            .iter()
-            .copied()
-            .collect::<Vec<_>>(),
-        [-5]
-    );
+    assert_eq!(one.as_array(&[]).unwrap().iter().copied().collect::<Vec<_>>(), [-5]);
     // A view of data a GPU copy wrote: the view waits for the copy.
     let mut gpu = DeviceBuffer::from_slice(&data, &stream).unwrap();
     gpu.copy_to_pinned(&mut p, &stream).unwrap();
@@ -530,40 +414,23 @@ fn graph_capture_and_replay_of_copies() {
         for (i, x) in h_in.as_mut_slice().unwrap().iter_mut().enumerate() {
             *x = (round * 100_000 + i) as f32;
         }
-        graph
-            .launch(s, &mut [&mut h_in, &mut d_a, &mut d_b, &mut h_out])
-            .unwrap();
+        graph.launch(s, &mut [&mut h_in, &mut d_a, &mut d_b, &mut h_out]).unwrap();
         // No explicit synchronization: the host view waits for the launch.
         let out = h_out.as_slice().unwrap();
-        assert!(
-            out.iter()
-                .enumerate()
-                .all(|(i, &x)| x == (round * 100_000 + i) as f32),
-            "round {round}: first values {:?}",
-            &out[..4]
-        );
-        println!(
-            "graph replay {round} on stream {} ok",
-            if round == 1 { "B" } else { "A" }
-        );
+        assert!(out.iter().enumerate().all(|(i, &x)| x == (round * 100_000 + i) as f32), "round {round}: first values {:?}", &out[..4]);
+        println!("graph replay {round} on stream {} ok", if round == 1 { "B" } else { "A" });
     }
     assert_eq!(d_b.to_vec(&other).unwrap()[n - 1], (200_000 + n - 1) as f32);
     // Every buffer must be passed.
     match graph.launch(&stream, &mut [&mut h_in, &mut d_a]) {
         Err(Error::InvalidArgument(msg)) => {
-            assert!(
-                msg.contains("DeviceBuffer<f32>[65536]")
-                    && msg.contains("PinnedBuffer<f32>[65536]"),
-                "{msg}"
-            )
+            assert!(msg.contains("DeviceBuffer<f32>[65536]") && msg.contains("PinnedBuffer<f32>[65536]"), "{msg}")
         }
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
     // A dropped buffer cannot be passed, so the graph cannot run into freed memory.
     drop(d_b);
-    assert!(graph
-        .launch(&stream, &mut [&mut h_in, &mut d_a, &mut h_out])
-        .is_err());
+    assert!(graph.launch(&stream, &mut [&mut h_in, &mut d_a, &mut h_out]).is_err());
     drop(graph);
     device.check_deferred_error().unwrap();
 }
@@ -585,10 +452,7 @@ fn graph_capture_failures_are_typed_errors() {
     // An error from the closure is returned as is and leaves no capture running.
     let small = DeviceBuffer::<u8>::zeros(4, &stream).unwrap();
     let pinned = PinnedBuffer::<u8>::zeros(&device, 8).unwrap();
-    let err = CudaGraph::capture_with_mode(&device, CaptureMode::Global, |g| {
-        g.copy_pinned_to_device(&pinned, &small)
-    })
-    .unwrap_err();
+    let err = CudaGraph::capture_with_mode(&device, CaptureMode::Global, |g| g.copy_pinned_to_device(&pinned, &small)).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     assert!(!is_capture_error(&err));
     // The device still works, and so does a later capture.
@@ -623,12 +487,7 @@ fn eight_threads_with_their_own_streams() {
                     b.copy_from_device(&mut a, &stream).unwrap();
                     b.copy_to_pinned(&mut down, &stream).unwrap();
                     let got = down.as_slice().unwrap();
-                    assert!(
-                        got.iter()
-                            .enumerate()
-                            .all(|(i, &x)| x == base + (i as i32 % 10_000)),
-                        "thread {t} iteration {it}"
-                    );
+                    assert!(got.iter().enumerate().all(|(i, &x)| x == base + (i as i32 % 10_000)), "thread {t} iteration {it}");
                 }
             });
         }
@@ -687,16 +546,8 @@ fn no_memory_is_kept_after_drops() {
     }
     device.synchronize().unwrap();
     let after = device.free_memory().unwrap();
-    println!(
-        "free device memory before {} MiB, after 20 rounds of 2 x 256 MiB: {} MiB",
-        before >> 20,
-        after >> 20
-    );
-    assert!(
-        after + (64 << 20) >= before,
-        "lost {} MiB",
-        (before - after) >> 20
-    );
+    println!("free device memory before {} MiB, after 20 rounds of 2 x 256 MiB: {} MiB", before >> 20, after >> 20);
+    assert!(after + (64 << 20) >= before, "lost {} MiB", (before - after) >> 20);
     device.check_deferred_error().unwrap();
 }
 

@@ -13,7 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use trt::cuda::{Device, DeviceBuffer, Element, Event, GraphResource, Stream, StreamGate};
-use trt::{Bindings, Builder, ContextPool, Engine, Error, ExecutionContext, OnnxParser, OutputCallbacks, ProfileSpec, Reallocation, Runtime, ShapeRange};
+use trt::{
+    Bindings, Builder, ContextPool, Engine, Error, ExecutionContext, OnnxParser, OutputCallbacks, ProfileSpec, Reallocation, Runtime,
+    ShapeRange,
+};
 
 struct Reference {
     batch: usize,
@@ -54,11 +57,16 @@ fn run_typed<T: Element>(context: &mut ExecutionContext, stream: &Stream, r: &Re
     let mut logits = DeviceBuffer::<T>::zeros(r.batch * 2, stream).unwrap();
     let mut hidden = DeviceBuffer::<T>::zeros(r.batch * r.seq * 384, stream).unwrap();
     let b = Bindings::new(stream)
-        .bind("input_ids", &mut ids).unwrap()
-        .bind("attention_mask", &mut mask).unwrap()
-        .bind("token_type_ids", &mut types).unwrap()
-        .bind("logits", &mut logits).unwrap()
-        .bind("last_hidden_state", &mut hidden).unwrap();
+        .bind("input_ids", &mut ids)
+        .unwrap()
+        .bind("attention_mask", &mut mask)
+        .unwrap()
+        .bind("token_type_ids", &mut types)
+        .unwrap()
+        .bind("logits", &mut logits)
+        .unwrap()
+        .bind("last_hidden_state", &mut hidden)
+        .unwrap();
     context.enqueue(b).unwrap().wait().unwrap();
     logits.to_vec(stream).unwrap().into_iter().map(to_f32).collect()
 }
@@ -72,7 +80,12 @@ fn run_logits(context: &mut ExecutionContext, stream: &Stream, r: &Reference, fp
 }
 
 fn expected_logits(r: &Reference, variant: &str) -> Vec<f32> {
-    r.json["outputs"][variant]["logits"].as_array().unwrap().iter().flat_map(|row| row.as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32)).collect()
+    r.json["outputs"][variant]["logits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32))
+        .collect()
 }
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
@@ -130,21 +143,31 @@ fn shapes_outside_the_profile_and_wrong_dtypes_are_typed_errors() {
     let mut logits = DeviceBuffer::<f32>::zeros(4, &stream).unwrap();
     let mut hidden = DeviceBuffer::<f32>::zeros(2 * 8 * 384, &stream).unwrap();
     let b = Bindings::new(&stream)
-        .bind("input_ids", &mut ids64).unwrap()
-        .bind("attention_mask", &mut mask).unwrap()
-        .bind("token_type_ids", &mut types).unwrap()
-        .bind("logits", &mut logits).unwrap()
-        .bind("last_hidden_state", &mut hidden).unwrap();
+        .bind("input_ids", &mut ids64)
+        .unwrap()
+        .bind("attention_mask", &mut mask)
+        .unwrap()
+        .bind("token_type_ids", &mut types)
+        .unwrap()
+        .bind("logits", &mut logits)
+        .unwrap()
+        .bind("last_hidden_state", &mut hidden)
+        .unwrap();
     let err = context.enqueue(b).err().unwrap();
     assert!(matches!(err, Error::DTypeMismatch { .. }), "{err}");
     let mut ids = DeviceBuffer::<i32>::zeros(16, &stream).unwrap();
     let mut small = DeviceBuffer::<f32>::zeros(3, &stream).unwrap();
     let b = Bindings::new(&stream)
-        .bind("input_ids", &mut ids).unwrap()
-        .bind("attention_mask", &mut mask).unwrap()
-        .bind("token_type_ids", &mut types).unwrap()
-        .bind("logits", &mut small).unwrap()
-        .bind("last_hidden_state", &mut hidden).unwrap();
+        .bind("input_ids", &mut ids)
+        .unwrap()
+        .bind("attention_mask", &mut mask)
+        .unwrap()
+        .bind("token_type_ids", &mut types)
+        .unwrap()
+        .bind("logits", &mut small)
+        .unwrap()
+        .bind("last_hidden_state", &mut hidden)
+        .unwrap();
     let err = context.enqueue(b).err().unwrap();
     assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
 }
@@ -235,11 +258,16 @@ impl Io {
 
     fn bindings<'a>(&'a mut self, stream: &'a Stream) -> Bindings<'a> {
         Bindings::with_capacity(stream, 5)
-            .bind("input_ids", &mut self.ids).unwrap()
-            .bind("attention_mask", &mut self.mask).unwrap()
-            .bind("token_type_ids", &mut self.types).unwrap()
-            .bind("logits", &mut self.logits).unwrap()
-            .bind("last_hidden_state", &mut self.hidden).unwrap()
+            .bind("input_ids", &mut self.ids)
+            .unwrap()
+            .bind("attention_mask", &mut self.mask)
+            .unwrap()
+            .bind("token_type_ids", &mut self.types)
+            .unwrap()
+            .bind("logits", &mut self.logits)
+            .unwrap()
+            .bind("last_hidden_state", &mut self.hidden)
+            .unwrap()
     }
 
     fn resources(&mut self) -> [&mut dyn GraphResource; 5] {
@@ -331,7 +359,11 @@ struct FixedAllocator {
 // SAFETY: hands out a live allocation of its own, at least `size` bytes or 0.
 unsafe impl OutputCallbacks for FixedAllocator {
     fn reallocate(&mut self, _name: &str, request: Reallocation) -> usize {
-        if request.size as usize <= self.memory.size_in_bytes() { self.memory.address() as usize } else { 0 }
+        if request.size as usize <= self.memory.size_in_bytes() {
+            self.memory.address() as usize
+        } else {
+            0
+        }
     }
     fn notify_shape(&mut self, _name: &str, _dims: &[i64]) {}
 }

@@ -8,10 +8,10 @@
 //! MiniLM tokenizer. Every wait is bounded (seconds), so a scheduler bug
 //! fails a test rather than hanging it.
 
-#[path = "batching_doubles.rs"]
-mod doubles;
 #[path = "block_on.rs"]
 mod block_on;
+#[path = "batching_doubles.rs"]
+mod doubles;
 #[path = "nlp_support.rs"]
 mod support;
 
@@ -51,7 +51,12 @@ fn setup(config: BatchingConfig) -> (Arc<ScriptedBackendDouble>, Scheduler) {
     setup_with(config, double_layout(1, 64, MAX_SEQ), 1, Padding::Longest)
 }
 
-fn setup_with(config: BatchingConfig, layout: trt_nlp::ModelLayout, instances: usize, padding: Padding) -> (Arc<ScriptedBackendDouble>, Scheduler) {
+fn setup_with(
+    config: BatchingConfig,
+    layout: trt_nlp::ModelLayout,
+    instances: usize,
+    padding: Padding,
+) -> (Arc<ScriptedBackendDouble>, Scheduler) {
     let double = Arc::new(ScriptedBackendDouble::new(layout, instances));
     let scheduler = Scheduler::new(double.clone(), pipeline(padding), config).unwrap();
     (double, scheduler)
@@ -321,8 +326,8 @@ fn rows_the_share_left_queued_stay_due_until_workers_are_free() {
     let s = Scheduler::new(double.clone(), pipeline(Padding::Longest), c).unwrap();
     let first: Vec<Handle> = (0..8).map(|i| submit(&s, 10 + i, 6)).collect();
     double.wait_started(4); // four batches of two, held by the closed double
-    // Eight more form the preferred size while no worker is free; as workers
-    // free up, each takes its share, and the rest must not wait for the 30 s delay.
+                            // Eight more form the preferred size while no worker is free; as workers
+                            // free up, each takes its share, and the rest must not wait for the 30 s delay.
     let second: Vec<Handle> = (0..8).map(|i| submit(&s, 20 + i, 6)).collect();
     double.open();
     for h in first.into_iter().chain(second) {
@@ -413,10 +418,14 @@ fn shutdown_refuses_new_requests_and_finishes_every_accepted_one() {
     let s = Arc::new(s);
     let blocker = occupy(&double, &s);
     let handles: Vec<Handle> = std::thread::scope(|scope| {
-        let joins: Vec<_> = (0..4).map(|t| scope.spawn({
-            let s = &s;
-            move || (0..5).map(|i| submit(s, 100 + t * 10 + i, 4 + i as usize)).collect::<Vec<_>>()
-        })).collect();
+        let joins: Vec<_> = (0..4)
+            .map(|t| {
+                scope.spawn({
+                    let s = &s;
+                    move || (0..5).map(|i| submit(s, 100 + t * 10 + i, 4 + i as usize)).collect::<Vec<_>>()
+                })
+            })
+            .collect();
         joins.into_iter().flat_map(|j| j.join().unwrap()).collect()
     });
     let closer = std::thread::spawn({
@@ -504,7 +513,8 @@ fn metrics_count_batches_tokens_and_times() {
 #[test]
 fn bad_settings_and_bad_input_are_typed_errors() {
     let layout = double_layout(1, 16, MAX_SEQ);
-    let try_config = |c: BatchingConfig| Scheduler::new(Arc::new(ScriptedBackendDouble::new(layout.clone(), 1)), pipeline(Padding::Longest), c);
+    let try_config =
+        |c: BatchingConfig| Scheduler::new(Arc::new(ScriptedBackendDouble::new(layout.clone(), 1)), pipeline(Padding::Longest), c);
     let err = try_config(config(32, Duration::ZERO)).unwrap_err().to_string();
     assert!(err.contains("max_batch_size 32"), "{err}");
     let mut c = config(8, Duration::ZERO);
@@ -514,7 +524,8 @@ fn bad_settings_and_bad_input_are_typed_errors() {
     c.min_padding_efficiency = f32::NAN;
     assert!(try_config(c).unwrap_err().to_string().contains("min_padding_efficiency NaN is outside 0.0..=1.0"));
     let short_model = double_layout(1, 16, 64);
-    let e = Scheduler::new(Arc::new(ScriptedBackendDouble::new(short_model, 1)), pipeline(Padding::Longest), config(8, Duration::ZERO)).unwrap_err();
+    let e = Scheduler::new(Arc::new(ScriptedBackendDouble::new(short_model, 1)), pipeline(Padding::Longest), config(8, Duration::ZERO))
+        .unwrap_err();
     assert!(e.to_string().contains("max_len 128 exceeds the model's max_seq 64"), "{e}");
 
     let (_double, s) = setup(config(8, Duration::ZERO));

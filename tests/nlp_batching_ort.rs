@@ -17,7 +17,7 @@ use support::default_model;
 use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
 use trt_nlp::backend::Backend;
 use trt_nlp::batching::{BatchingConfig, Handle, Request, Response, Scheduler};
-use trt_nlp::{EncodedBatch, Embedder, HelperOptions, Pooling, TokenizerPipeline};
+use trt_nlp::{Embedder, EncodedBatch, HelperOptions, Pooling, TokenizerPipeline};
 
 const TOLERANCE: f32 = 1e-4;
 
@@ -60,9 +60,11 @@ fn check(response: &Response, expected: &(ArrayD<f32>, ArrayD<f32>)) -> f32 {
 
 #[test]
 fn many_threads_and_async_tasks_get_the_outputs_of_unbatched_calls() {
-    let backend: Arc<dyn Backend> =
-        Arc::new(OrtBackend::new(default_model("model.onnx"), &OrtBackendOptions { sessions: 2, intra_threads: 1, ..Default::default() }).unwrap());
-    let pipeline = Arc::new(HelperOptions { threads: Some(1), ..Default::default() }.pipeline(&default_model("tokenizer.json"), &*backend).unwrap());
+    let backend: Arc<dyn Backend> = Arc::new(
+        OrtBackend::new(default_model("model.onnx"), &OrtBackendOptions { sessions: 2, intra_threads: 1, ..Default::default() }).unwrap(),
+    );
+    let pipeline =
+        Arc::new(HelperOptions { threads: Some(1), ..Default::default() }.pipeline(&default_model("tokenizer.json"), &*backend).unwrap());
     let texts = texts();
     let expected: Vec<_> = texts.iter().map(|t| unbatched(&*backend, &pipeline, t)).collect();
 
@@ -105,7 +107,13 @@ fn many_threads_and_async_tasks_get_the_outputs_of_unbatched_calls() {
     assert!(m.executions < m.inferences, "no two requests shared a batch");
 
     // A caller can pool a row itself: mean pooling over its `length` positions equals the Embedder's.
-    let embedder = Embedder::with_pipeline(backend, TokenizerPipeline::builder(pipeline.max_len()).threads(1).from_file(default_model("tokenizer.json")).unwrap(), Pooling::Mean, false).unwrap();
+    let embedder = Embedder::with_pipeline(
+        backend,
+        TokenizerPipeline::builder(pipeline.max_len()).threads(1).from_file(default_model("tokenizer.json")).unwrap(),
+        Pooling::Mean,
+        false,
+    )
+    .unwrap();
     let direct = embedder.embed(&texts[..3]).unwrap();
     let r = scheduler.submit(Request::texts(texts[..3].to_vec())).unwrap().wait().unwrap();
     for (i, row) in r.rows().iter().enumerate() {

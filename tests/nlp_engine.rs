@@ -5,7 +5,7 @@
 //! lent H200, compute capability 9.0).
 
 use trt::{DataType, IoMode, IoTensor, ShapeRange};
-use trt_nlp::{ModelLayout, Error, InputRole};
+use trt_nlp::{Error, InputRole, ModelLayout};
 
 fn io(name: &str, mode: IoMode, dtype: DataType, shape: &[i64], profiles: Vec<ShapeRange>) -> IoTensor {
     IoTensor {
@@ -124,9 +124,9 @@ mod gpu {
     use std::path::PathBuf;
 
     use serde_json::Value;
+    use std::sync::Arc;
     use trt::cuda::Device;
     use trt::{Builder, OnnxParser, ProfileSpec, Runtime, ShapeRange};
-    use std::sync::Arc;
 
     use trt_nlp::backend::tensorrt::TensorRtBackend;
     use trt_nlp::{Classifier, Embedder, HelperOptions, Labels, Pooling};
@@ -144,10 +144,10 @@ mod gpu {
         let network = OnnxParser::parse_file(&builder, minilm("model.onnx")).unwrap();
         let mut config = builder.config().unwrap();
         config
-            .add_profile(ProfileSpec::new().with_all(
-                &["input_ids", "attention_mask", "token_type_ids"],
-                ShapeRange::new(&[2, 16], &[4, 128], &[4, 128]),
-            ))
+            .add_profile(
+                ProfileSpec::new()
+                    .with_all(&["input_ids", "attention_mask", "token_type_ids"], ShapeRange::new(&[2, 16], &[4, 128], &[4, 128])),
+            )
             .unwrap();
         let plan = builder.build(&network, &config).unwrap();
         Runtime::new().unwrap().deserialize(plan.as_bytes()).unwrap()

@@ -102,7 +102,9 @@ fn a_model_folder_opens_with_backend_auto() {
     println!("backend auto chose {}", c.backend().name());
     let got = c.classify(&["This is a test."], 2).unwrap();
     assert_eq!(got[0].len(), 2);
-    let e = Embedder::open(default_model("model_fp16.onnx"), BackendChoice::OnnxRuntime, &BackendOptions::default(), &HelperOptions::default()).unwrap();
+    let e =
+        Embedder::open(default_model("model_fp16.onnx"), BackendChoice::OnnxRuntime, &BackendOptions::default(), &HelperOptions::default())
+            .unwrap();
     assert_eq!(e.embed(&["a", "b"]).unwrap().shape(), [2, 384]);
 }
 

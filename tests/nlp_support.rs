@@ -16,11 +16,7 @@ pub fn deps_dir() -> PathBuf {
 }
 
 fn require(path: PathBuf) -> PathBuf {
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/setup (these tests need it; CI runs it first)",
-        path.display()
-    );
+    assert!(path.exists(), "{} is missing: run scripts/setup (these tests need it; CI runs it first)", path.display());
     path
 }
 
@@ -41,11 +37,7 @@ pub fn python() -> PathBuf {
 
 /// A script of the workspace's `scripts/` folder.
 pub fn script(name: &str) -> PathBuf {
-    require(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../scripts")
-            .join(name),
-    )
+    require(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts").join(name))
 }
 
 /// Runs the venv's Python with `args`, `input` as JSON on stdin; parses stdout as JSON.
@@ -62,16 +54,8 @@ pub fn run_python(args: &[&std::ffi::OsStr], input: &serde_json::Value) -> serde
     let body = serde_json::to_vec(input).expect("request serializes");
     let writer = std::thread::spawn(move || stdin.write_all(&body));
     let out = child.wait_with_output().expect("python ran");
-    writer
-        .join()
-        .expect("writer thread")
-        .expect("request written");
-    assert!(
-        out.status.success(),
-        "python failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    writer.join().expect("writer thread").expect("request written");
+    assert!(out.status.success(), "python failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("python printed JSON")
 }
 

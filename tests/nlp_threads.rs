@@ -15,10 +15,7 @@ fn pipeline_threads(explicit: Option<usize>) -> usize {
         Some(n) => builder.threads(n),
         None => builder,
     };
-    builder
-        .from_file(support::tokenizer_json())
-        .unwrap()
-        .threads()
+    builder.from_file(support::tokenizer_json()).unwrap().threads()
 }
 
 #[test]

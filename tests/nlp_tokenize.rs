@@ -9,9 +9,7 @@ mod support;
 
 use serde_json::{json, Value};
 use trt::DataType;
-use trt_nlp::{
-    BatchLayout, EncodedBatch, Error, InputRole, InputSpec, Padding, TokenizerPipeline, Truncation,
-};
+use trt_nlp::{BatchLayout, EncodedBatch, Error, InputRole, InputSpec, Padding, TokenizerPipeline, Truncation};
 
 /// Texts that stress normalisation, pre-tokenization, truncation and padding.
 fn corpus() -> Vec<String> {
@@ -32,8 +30,7 @@ fn corpus() -> Vec<String> {
         format!("{} end", "x".repeat(150)), // one word over max_input_chars_per_word -> [UNK]
         "مرحبا بالعالم — שלום עולם — Привет, мир!".into(),
         "Numbers 3.14159, 1,000,000 and e-mail foo@bar.com https://example.com/a?b=c".into(),
-        "A medium sentence with some more words in it so that padding is exercised for sure."
-            .into(),
+        "A medium sentence with some more words in it so that padding is exercised for sure.".into(),
     ]
 }
 
@@ -42,22 +39,13 @@ fn corpus() -> Vec<String> {
 /// `add_special_tokens`, `tokenizer` (default: MiniLM's).
 fn reference(texts: &[String], mut request: Value) -> Value {
     let fields = request.as_object_mut().expect("request is an object");
-    fields
-        .entry("tokenizer")
-        .or_insert_with(|| json!(support::tokenizer_json()));
+    fields.entry("tokenizer").or_insert_with(|| json!(support::tokenizer_json()));
     fields.insert("texts".into(), json!(texts));
-    support::run_python(
-        &[support::script("tokenizer_reference.py").as_os_str()],
-        &request,
-    )
+    support::run_python(&[support::script("tokenizer_reference.py").as_os_str()], &request)
 }
 
 fn rows(v: &Value) -> Vec<i64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|r| r.as_array().unwrap().iter().map(|x| x.as_i64().unwrap()))
-        .collect()
+    v.as_array().unwrap().iter().flat_map(|r| r.as_array().unwrap().iter().map(|x| x.as_i64().unwrap())).collect()
 }
 
 /// A MiniLM pipeline; `fast` turns the ASCII fast path on or off (and checks it took).
@@ -68,11 +56,7 @@ fn pipeline(max_len: usize, padding: Padding, threads: usize, fast: bool) -> Tok
         .fast_path(fast)
         .from_file(support::tokenizer_json())
         .expect("pipeline builds");
-    assert_eq!(
-        p.uses_fast_path(),
-        fast,
-        "MiniLM's tokenizer is plain BERT WordPiece"
-    );
+    assert_eq!(p.uses_fast_path(), fast, "MiniLM's tokenizer is plain BERT WordPiece");
     p
 }
 
@@ -92,69 +76,32 @@ fn encode(p: &TokenizerPipeline, texts: &[String], dtype: DataType) -> Encoded {
         DataType::Int32 => {
             let (mut ids, mut mask, mut types) = (vec![-7i32; n], vec![-7i32; n], vec![-7i32; n]);
             let mut out = EncodedBatch::new();
-            out.bind(s_ids, &mut ids)
-                .unwrap()
-                .bind(s_mask, &mut mask)
-                .unwrap()
-                .bind(s_types, &mut types)
-                .unwrap();
+            out.bind(s_ids, &mut ids).unwrap().bind(s_mask, &mut mask).unwrap().bind(s_types, &mut types).unwrap();
             let layout = p.encode_into(texts, &mut out).expect("encodes");
             let used = layout.batch * layout.seq_len;
             let widen = |v: Vec<i32>| v[..used].iter().map(|&x| i64::from(x)).collect();
-            Encoded {
-                ids: widen(ids),
-                mask: widen(mask),
-                types: widen(types),
-                layout,
-            }
+            Encoded { ids: widen(ids), mask: widen(mask), types: widen(types), layout }
         }
         DataType::Int64 => {
             let (mut ids, mut mask, mut types) = (vec![-7i64; n], vec![-7i64; n], vec![-7i64; n]);
             let mut out = EncodedBatch::new();
-            out.bind(s_ids, &mut ids)
-                .unwrap()
-                .bind(s_mask, &mut mask)
-                .unwrap()
-                .bind(s_types, &mut types)
-                .unwrap();
+            out.bind(s_ids, &mut ids).unwrap().bind(s_mask, &mut mask).unwrap().bind(s_types, &mut types).unwrap();
             let layout = p.encode_into(texts, &mut out).expect("encodes");
             let used = layout.batch * layout.seq_len;
-            Encoded {
-                ids: ids[..used].to_vec(),
-                mask: mask[..used].to_vec(),
-                types: types[..used].to_vec(),
-                layout,
-            }
+            Encoded { ids: ids[..used].to_vec(), mask: mask[..used].to_vec(), types: types[..used].to_vec(), layout }
         }
         other => panic!("no test buffers for {other}"),
     }
 }
 
 fn assert_matches(got: &Encoded, want: &Value, what: &str) {
-    let lengths: Vec<usize> = want["lengths"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap() as usize)
-        .collect();
-    assert_eq!(
-        got.layout.seq_len,
-        want["seq_len"].as_u64().unwrap() as usize,
-        "{what}: seq_len"
-    );
+    let lengths: Vec<usize> = want["lengths"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect();
+    assert_eq!(got.layout.seq_len, want["seq_len"].as_u64().unwrap() as usize, "{what}: seq_len");
     assert_eq!(got.layout.batch, lengths.len(), "{what}: batch");
     assert_eq!(got.layout.lengths, lengths, "{what}: lengths");
     assert_eq!(got.ids, rows(&want["input_ids"]), "{what}: input_ids");
-    assert_eq!(
-        got.mask,
-        rows(&want["attention_mask"]),
-        "{what}: attention_mask"
-    );
-    assert_eq!(
-        got.types,
-        rows(&want["token_type_ids"]),
-        "{what}: token_type_ids"
-    );
+    assert_eq!(got.mask, rows(&want["attention_mask"]), "{what}: attention_mask");
+    assert_eq!(got.types, rows(&want["token_type_ids"]), "{what}: token_type_ids");
 }
 
 #[test]
@@ -162,11 +109,7 @@ fn matches_python_i32_padded_to_longest() {
     let texts = corpus();
     let want = reference(&texts, json!({"max_len": 128}));
     for fast in [true, false] {
-        let got = encode(
-            &pipeline(128, Padding::Longest, 2, fast),
-            &texts,
-            DataType::Int32,
-        );
+        let got = encode(&pipeline(128, Padding::Longest, 2, fast), &texts, DataType::Int32);
         assert_matches(&got, &want, &format!("i32 longest, fast path {fast}"));
         // The file's own fixed padding (128) is overridden: only the long text reaches it.
         assert_eq!(got.layout.seq_len, 128);
@@ -179,11 +122,7 @@ fn matches_python_i64_padded_to_longest() {
     let texts = corpus();
     let want = reference(&texts, json!({"max_len": 128}));
     for fast in [true, false] {
-        let got = encode(
-            &pipeline(128, Padding::Longest, 2, fast),
-            &texts,
-            DataType::Int64,
-        );
+        let got = encode(&pipeline(128, Padding::Longest, 2, fast), &texts, DataType::Int64);
         assert_matches(&got, &want, &format!("i64 longest, fast path {fast}"));
     }
 }
@@ -207,15 +146,8 @@ fn matches_python_in_small_mixed_batches_on_one_and_two_threads() {
 fn matches_python_with_buckets() {
     let short: Vec<String> = corpus().into_iter().filter(|t| t.len() < 200).collect();
     for bucket in [8, 16, 32] {
-        let want = reference(
-            &short,
-            json!({"max_len": 128, "pad_to_multiple_of": bucket}),
-        );
-        let got = encode(
-            &pipeline(128, Padding::Bucket(bucket), 2, true),
-            &short,
-            DataType::Int64,
-        );
+        let want = reference(&short, json!({"max_len": 128, "pad_to_multiple_of": bucket}));
+        let got = encode(&pipeline(128, Padding::Bucket(bucket), 2, true), &short, DataType::Int64);
         assert_matches(&got, &want, &format!("bucket {bucket}"));
         assert_eq!(got.layout.seq_len % bucket, 0);
     }
@@ -226,11 +158,7 @@ fn bucket_is_clamped_to_max_len() {
     let texts = corpus();
     // The long text truncates to 40; rounding up to 32 would give 64.
     let want = reference(&texts, json!({"max_len": 40, "pad_to_multiple_of": 32}));
-    let got = encode(
-        &pipeline(40, Padding::Bucket(32), 2, true),
-        &texts,
-        DataType::Int32,
-    );
+    let got = encode(&pipeline(40, Padding::Bucket(32), 2, true), &texts, DataType::Int32);
     assert_eq!(got.layout.seq_len, 40);
     assert_matches(&got, &want, "clamped bucket");
 }
@@ -239,11 +167,7 @@ fn bucket_is_clamped_to_max_len() {
 fn pads_to_max() {
     let texts = vec!["one".to_owned(), "two words".to_owned()];
     let want = reference(&texts, json!({"max_len": 64, "pad_to_max": true}));
-    let got = encode(
-        &pipeline(64, Padding::Max, 1, true),
-        &texts,
-        DataType::Int32,
-    );
+    let got = encode(&pipeline(64, Padding::Max, 1, true), &texts, DataType::Int32);
     assert_eq!(got.layout.shape(), [2, 64]);
     assert_matches(&got, &want, "max");
 }
@@ -253,18 +177,10 @@ fn truncates_like_python_and_keeps_special_tokens() {
     let texts = corpus();
     let want = reference(&texts, json!({"max_len": 16}));
     for fast in [true, false] {
-        let got = encode(
-            &pipeline(16, Padding::Longest, 2, fast),
-            &texts,
-            DataType::Int64,
-        );
+        let got = encode(&pipeline(16, Padding::Longest, 2, fast), &texts, DataType::Int64);
         assert_matches(&got, &want, &format!("max_len 16, fast path {fast}"));
         let long_row = &got.ids[7 * 16..8 * 16];
-        assert_eq!(
-            (long_row[0], long_row[15]),
-            (101, 102),
-            "[CLS] ... [SEP] survive truncation"
-        );
+        assert_eq!((long_row[0], long_row[15]), (101, 102), "[CLS] ... [SEP] survive truncation");
         assert!(got.layout.truncated.contains(&7));
     }
 }
@@ -275,9 +191,8 @@ fn truncates_like_python_and_keeps_special_tokens() {
 /// in truncate mode, and it works in reject mode.
 #[test]
 fn max_len_below_the_special_tokens_is_a_typed_error_not_a_panic() {
-    let build = |truncation| {
-        TokenizerPipeline::builder(1).add_special_tokens(false).truncation(truncation).from_file(support::tokenizer_json())
-    };
+    let build =
+        |truncation| TokenizerPipeline::builder(1).add_special_tokens(false).truncation(truncation).from_file(support::tokenizer_json());
     assert!(matches!(build(Truncation::Truncate), Err(Error::InvalidConfig(_))));
     let p = build(Truncation::Reject).unwrap();
     let got = encode(&p, &["a".to_string()], DataType::Int32);
@@ -289,9 +204,10 @@ fn max_len_below_the_special_tokens_is_a_typed_error_not_a_panic() {
 /// tokenizers path reported no truncation; both paths must name the same texts.
 #[test]
 fn truncation_is_reported_on_both_paths_without_special_tokens() {
-    let texts: Vec<String> = ["Hello, world!", "The quick brown fox jumps over the lazy dog.", "unaffable naïve café déjà vu", "Hello, world! ok"]
-        .map(String::from)
-        .to_vec();
+    let texts: Vec<String> =
+        ["Hello, world!", "The quick brown fox jumps over the lazy dog.", "unaffable naïve café déjà vu", "Hello, world! ok"]
+            .map(String::from)
+            .to_vec();
     for special in [false, true] {
         for fast in [true, false] {
             let p = TokenizerPipeline::builder(5)
@@ -313,17 +229,9 @@ fn without_special_tokens_matches_python() {
     let texts = corpus();
     let want = reference(&texts, json!({"max_len": 32, "add_special_tokens": false}));
     for fast in [true, false] {
-        let p = TokenizerPipeline::builder(32)
-            .add_special_tokens(false)
-            .fast_path(fast)
-            .from_file(support::tokenizer_json())
-            .unwrap();
+        let p = TokenizerPipeline::builder(32).add_special_tokens(false).fast_path(fast).from_file(support::tokenizer_json()).unwrap();
         assert_eq!(p.uses_fast_path(), fast);
-        assert_matches(
-            &encode(&p, &texts, DataType::Int32),
-            &want,
-            &format!("no special tokens, fast path {fast}"),
-        );
+        assert_matches(&encode(&p, &texts, DataType::Int32), &want, &format!("no special tokens, fast path {fast}"));
     }
 }
 
@@ -397,16 +305,8 @@ fn random_ascii(n: usize) -> Vec<String> {
 fn fast_path_equals_tokenizers_and_python_on_random_ascii() {
     let texts = random_ascii(3000);
     let want = reference(&texts, json!({"max_len": 64}));
-    let fast = encode(
-        &pipeline(64, Padding::Longest, 2, true),
-        &texts,
-        DataType::Int64,
-    );
-    let slow = encode(
-        &pipeline(64, Padding::Longest, 2, false),
-        &texts,
-        DataType::Int64,
-    );
+    let fast = encode(&pipeline(64, Padding::Longest, 2, true), &texts, DataType::Int64);
+    let slow = encode(&pipeline(64, Padding::Longest, 2, false), &texts, DataType::Int64);
     assert_matches(&slow, &want, "random ASCII, tokenizers path");
     assert_matches(&fast, &want, "random ASCII, fast path");
     assert_eq!(fast.layout.truncated, slow.layout.truncated);
@@ -414,60 +314,34 @@ fn fast_path_equals_tokenizers_and_python_on_random_ascii() {
 
 #[test]
 fn other_tokenizer_recipes_fall_back_or_match() {
-    let original: Value =
-        serde_json::from_str(&std::fs::read_to_string(support::tokenizer_json()).unwrap()).unwrap();
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(support::tokenizer_json()).unwrap()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let texts: Vec<String> = corpus().into_iter().chain(random_ascii(300)).collect();
     type Edit = Box<dyn Fn(&mut Value)>;
     let variants: Vec<(&str, Edit, bool)> = vec![
         // Cased BERT: still the fast path's recipe.
-        (
-            "cased",
-            Box::new(|t: &mut Value| t["normalizer"]["lowercase"] = json!(false)),
-            true,
-        ),
-        (
-            "no clean_text",
-            Box::new(|t: &mut Value| t["normalizer"]["clean_text"] = json!(false)),
-            true,
-        ),
+        ("cased", Box::new(|t: &mut Value| t["normalizer"]["lowercase"] = json!(false)), true),
+        ("no clean_text", Box::new(|t: &mut Value| t["normalizer"]["clean_text"] = json!(false)), true),
         (
             "BertProcessing",
-            Box::new(|t: &mut Value| {
-                t["post_processor"] =
-                    json!({"type": "BertProcessing", "sep": ["[SEP]", 102], "cls": ["[CLS]", 101]})
-            }),
+            Box::new(|t: &mut Value| t["post_processor"] = json!({"type": "BertProcessing", "sep": ["[SEP]", 102], "cls": ["[CLS]", 101]})),
             true,
         ),
-        (
-            "no post-processor",
-            Box::new(|t: &mut Value| t["post_processor"] = Value::Null),
-            true,
-        ),
+        ("no post-processor", Box::new(|t: &mut Value| t["post_processor"] = Value::Null), true),
         // Anything else: tokenizers for every text.
         (
             "normalizer sequence",
-            Box::new(|t: &mut Value| {
-                t["normalizer"] =
-                    json!({"type": "Sequence", "normalizers": [{"type": "Lowercase"}]})
-            }),
+            Box::new(|t: &mut Value| t["normalizer"] = json!({"type": "Sequence", "normalizers": [{"type": "Lowercase"}]})),
             false,
         ),
-        (
-            "whitespace pre-tokenizer",
-            Box::new(|t: &mut Value| t["pre_tokenizer"] = json!({"type": "Whitespace"})),
-            false,
-        ),
+        ("whitespace pre-tokenizer", Box::new(|t: &mut Value| t["pre_tokenizer"] = json!({"type": "Whitespace"})), false),
     ];
     for (name, edit, expect_fast) in variants {
         let mut tok = original.clone();
         edit(&mut tok);
         let path = dir.path().join(format!("{}.json", name.replace(' ', "_")));
         std::fs::write(&path, tok.to_string()).unwrap();
-        let p = TokenizerPipeline::builder(128)
-            .threads(2)
-            .from_file(&path)
-            .unwrap();
+        let p = TokenizerPipeline::builder(128).threads(2).from_file(&path).unwrap();
         assert_eq!(p.uses_fast_path(), expect_fast, "{name}");
         let want = reference(&texts, json!({"max_len": 128, "tokenizer": path}));
         assert_matches(&encode(&p, &texts, DataType::Int32), &want, name);
@@ -487,18 +361,9 @@ fn reject_names_the_text_and_its_token_count_and_writes_nothing() {
             .from_file(support::tokenizer_json())
             .unwrap();
         let mut ids = vec![-7i32; p.buffer_len(texts.len())];
-        let mut out = EncodedBatch::new()
-            .with(
-                InputSpec::bert(DataType::Int32).unwrap()[0].clone(),
-                &mut ids,
-            )
-            .unwrap();
+        let mut out = EncodedBatch::new().with(InputSpec::bert(DataType::Int32).unwrap()[0].clone(), &mut ids).unwrap();
         match p.encode_into(&texts, &mut out) {
-            Err(Error::TooLong {
-                index: 7,
-                tokens,
-                max_len: 128,
-            }) => assert_eq!(tokens, full_len),
+            Err(Error::TooLong { index: 7, tokens, max_len: 128 }) => assert_eq!(tokens, full_len),
             other => panic!("expected TooLong for text 7, got {other:?}"),
         }
         drop(out);
@@ -507,11 +372,7 @@ fn reject_names_the_text_and_its_token_count_and_writes_nothing() {
         // Texts that fit are encoded as with truncation.
         let fits: Vec<String> = texts.iter().filter(|t| t.len() < 200).cloned().collect();
         let want = reference(&fits, json!({"max_len": 128}));
-        assert_matches(
-            &encode(&p, &fits, DataType::Int32),
-            &want,
-            "reject mode, all fit",
-        );
+        assert_matches(&encode(&p, &fits, DataType::Int32), &want, "reject mode, all fit");
     }
 }
 
@@ -519,12 +380,7 @@ fn reject_names_the_text_and_its_token_count_and_writes_nothing() {
 fn empty_batch_is_an_empty_layout() {
     let p = pipeline(128, Padding::Bucket(16), 2, true);
     let mut ids: Vec<i64> = Vec::new();
-    let mut out = EncodedBatch::new()
-        .with(
-            InputSpec::bert(DataType::Int64).unwrap()[0].clone(),
-            &mut ids,
-        )
-        .unwrap();
+    let mut out = EncodedBatch::new().with(InputSpec::bert(DataType::Int64).unwrap()[0].clone(), &mut ids).unwrap();
     let layout = p.encode_into(&[] as &[&str], &mut out).unwrap();
     assert_eq!(layout, BatchLayout::default());
     assert_eq!(layout.shape(), [0, 0]);
@@ -536,36 +392,17 @@ fn buffer_too_small_names_tensor_and_sizes() {
     let texts = ["Hello, world!", "Short."]; // longest: [CLS] hello , world ! [SEP] = 6
     let (mut ids, mut mask) = (vec![-7i32; 12], vec![-7i32; 11]);
     let [s_ids, s_mask, _] = InputSpec::bert(DataType::Int32).unwrap();
-    let mut out = EncodedBatch::new()
-        .with(s_ids, &mut ids)
-        .unwrap()
-        .with(s_mask, &mut mask)
-        .unwrap();
+    let mut out = EncodedBatch::new().with(s_ids, &mut ids).unwrap().with(s_mask, &mut mask).unwrap();
     match p.encode_into(&texts, &mut out) {
         Err(e @ Error::BufferTooSmall { .. }) => {
-            let Error::BufferTooSmall {
-                ref tensor,
-                needed,
-                len,
-                batch,
-                seq_len,
-            } = e
-            else {
-                unreachable!()
-            };
-            assert_eq!(
-                (tensor.as_str(), needed, len, batch, seq_len),
-                ("attention_mask", 12, 11, 2, 6)
-            );
+            let Error::BufferTooSmall { ref tensor, needed, len, batch, seq_len } = e else { unreachable!() };
+            assert_eq!((tensor.as_str(), needed, len, batch, seq_len), ("attention_mask", 12, 11, 2, 6));
             assert!(e.to_string().contains("attention_mask"), "{e}");
         }
         other => panic!("expected BufferTooSmall, got {other:?}"),
     }
     drop(out);
-    assert!(
-        ids.iter().chain(&mask).all(|&x| x == -7),
-        "nothing written on error"
-    );
+    assert!(ids.iter().chain(&mask).all(|&x| x == -7), "nothing written on error");
 }
 
 #[test]
@@ -574,26 +411,15 @@ fn writes_only_bound_tensors_under_custom_names() {
     let mut mask = vec![-7i64; 64];
     let mut ids = vec![-7i32; 64];
     let mut out = EncodedBatch::new()
-        .with(
-            InputSpec::new("mask", InputRole::AttentionMask, DataType::Int64).unwrap(),
-            &mut mask,
-        )
+        .with(InputSpec::new("mask", InputRole::AttentionMask, DataType::Int64).unwrap(), &mut mask)
         .unwrap()
-        .with(
-            InputSpec::new("ids", InputRole::InputIds, DataType::Int32).unwrap(),
-            &mut ids,
-        )
+        .with(InputSpec::new("ids", InputRole::InputIds, DataType::Int32).unwrap(), &mut ids)
         .unwrap();
-    let layout = p
-        .encode_into(&["a b".to_owned(), "a".to_owned()], &mut out)
-        .unwrap();
+    let layout = p.encode_into(&["a b".to_owned(), "a".to_owned()], &mut out).unwrap();
     assert_eq!(layout.shape(), [2, 4]);
     assert_eq!(&mask[..8], &[1, 1, 1, 1, 1, 1, 1, 0]);
     assert_eq!(&ids[..8], &[101, 1037, 1038, 102, 101, 1037, 102, 0]);
-    assert!(
-        mask[8..].iter().all(|&x| x == -7) && ids[8..].iter().all(|&x| x == -7),
-        "rows beyond the batch untouched"
-    );
+    assert!(mask[8..].iter().all(|&x| x == -7) && ids[8..].iter().all(|&x| x == -7), "rows beyond the batch untouched");
 }
 
 #[test]
@@ -604,34 +430,18 @@ fn binding_checks_dtypes_and_names() {
     let mut out = EncodedBatch::new();
     assert!(matches!(
         out.bind(spec64.clone(), &mut a),
-        Err(Error::DtypeMismatch {
-            declared: DataType::Int64,
-            buffer: DataType::Int32,
-            ..
-        })
+        Err(Error::DtypeMismatch { declared: DataType::Int64, buffer: DataType::Int32, .. })
     ));
     out.bind(spec64.clone(), &mut b).unwrap();
     let mut c = vec![0i64; 4];
-    assert!(
-        matches!(out.bind(spec64, &mut c), Err(Error::DuplicateTensor(name)) if name == "input_ids")
-    );
+    assert!(matches!(out.bind(spec64, &mut c), Err(Error::DuplicateTensor(name)) if name == "input_ids"));
     assert!(matches!(
         InputSpec::new("x", InputRole::InputIds, DataType::Float),
-        Err(Error::UnsupportedDtype {
-            dtype: DataType::Float,
-            ..
-        })
+        Err(Error::UnsupportedDtype { dtype: DataType::Float, .. })
     ));
     // Public fields can be set to anything; binding checks again.
-    let bad = InputSpec {
-        name: "x".into(),
-        role: InputRole::InputIds,
-        dtype: DataType::Half,
-    };
-    assert!(matches!(
-        EncodedBatch::new().bind(bad, &mut a),
-        Err(Error::UnsupportedDtype { .. })
-    ));
+    let bad = InputSpec { name: "x".into(), role: InputRole::InputIds, dtype: DataType::Half };
+    assert!(matches!(EncodedBatch::new().bind(bad, &mut a), Err(Error::UnsupportedDtype { .. })));
 }
 
 #[test]
@@ -639,36 +449,19 @@ fn rejects_impossible_settings() {
     let path = support::tokenizer_json();
     let build = |b: trt_nlp::PipelineBuilder| b.from_file(&path);
     // [CLS] and [SEP] alone fill two tokens.
-    assert!(matches!(
-        build(TokenizerPipeline::builder(2)),
-        Err(Error::InvalidConfig(_))
-    ));
-    assert!(matches!(
-        build(TokenizerPipeline::builder(0)),
-        Err(Error::InvalidConfig(_))
-    ));
-    assert!(matches!(
-        build(TokenizerPipeline::builder(8).padding(Padding::Bucket(0))),
-        Err(Error::InvalidConfig(_))
-    ));
-    assert!(matches!(
-        build(TokenizerPipeline::builder(8).threads(0)),
-        Err(Error::InvalidConfig(_))
-    ));
+    assert!(matches!(build(TokenizerPipeline::builder(2)), Err(Error::InvalidConfig(_))));
+    assert!(matches!(build(TokenizerPipeline::builder(0)), Err(Error::InvalidConfig(_))));
+    assert!(matches!(build(TokenizerPipeline::builder(8).padding(Padding::Bucket(0))), Err(Error::InvalidConfig(_))));
+    assert!(matches!(build(TokenizerPipeline::builder(8).threads(0)), Err(Error::InvalidConfig(_))));
     // Without special tokens, 2 is enough.
     assert!(build(TokenizerPipeline::builder(2).add_special_tokens(false)).is_ok());
 }
 
 #[test]
 fn missing_tokenizer_file_names_the_path() {
-    let err = TokenizerPipeline::builder(8)
-        .from_file("/nonexistent/tokenizer.json")
-        .unwrap_err();
+    let err = TokenizerPipeline::builder(8).from_file("/nonexistent/tokenizer.json").unwrap_err();
     assert!(matches!(&err, Error::TokenizerLoad { path, .. } if path.ends_with("tokenizer.json")));
-    assert!(
-        err.to_string().contains("/nonexistent/tokenizer.json"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("/nonexistent/tokenizer.json"), "{err}");
 }
 
 #[test]

@@ -31,12 +31,25 @@ fn distributions() -> Vec<(&'static str, Vec<Vec<f32>>)> {
     let batch = |r: &mut Rng, f: &dyn Fn(&mut Rng) -> f64| (0..20_000).map(|_| f(r) as f32).collect::<Vec<f32>>();
     let mut out = Vec::new();
     out.push(("normal", (0..3).map(|_| batch(&mut r, &|r| r.normal())).collect()));
-    out.push(("laplace", (0..3).map(|_| batch(&mut r, &|r| { let u = r.uniform() - 0.5; -u.signum() * (1.0 - 2.0 * u.abs()).ln() })).collect()));
+    out.push((
+        "laplace",
+        (0..3)
+            .map(|_| {
+                batch(&mut r, &|r| {
+                    let u = r.uniform() - 0.5;
+                    -u.signum() * (1.0 - 2.0 * u.abs()).ln()
+                })
+            })
+            .collect(),
+    ));
     out.push(("uniform", (0..2).map(|_| batch(&mut r, &|r| 2.0 * r.uniform() - 1.0)).collect()));
     // Outlier channels: a normal bulk with 0.1% of values 30x larger, the pattern
     // of post-LayerNorm activations; the second batch has a larger maximum, so
     // the histogram grows.
-    out.push(("outliers", (0..2).map(|k| batch(&mut r, &|r| if r.uniform() < 0.001 { 30.0 * (1 + k) as f64 * r.uniform() } else { r.normal() })).collect()));
+    out.push((
+        "outliers",
+        (0..2).map(|k| batch(&mut r, &|r| if r.uniform() < 0.001 { 30.0 * (1 + k) as f64 * r.uniform() } else { r.normal() })).collect(),
+    ));
     // ReLU-like: half exact zeros.
     out.push(("relu", (0..2).map(|_| batch(&mut r, &|r| r.normal().max(0.0))).collect()));
     out

@@ -35,7 +35,12 @@ fn converted_default_model_is_within_2e_3_of_fp32_and_no_worse_than_python() {
     // Graph I/O keep their FP32 types; the weights are FP16; LayerNorm and Softmax stay FP32.
     let t = types::infer(c.graph());
     assert_eq!(t["logits"], tensor::FLOAT);
-    assert!(c.graph().initializer.iter().filter(|i| i.name.as_deref().is_some_and(|n| n.ends_with(".weight") && !n.contains("LayerNorm"))).all(|i| i.data_type == Some(tensor::FLOAT16)));
+    assert!(c
+        .graph()
+        .initializer
+        .iter()
+        .filter(|i| i.name.as_deref().is_some_and(|n| n.ends_with(".weight") && !n.contains("LayerNorm")))
+        .all(|i| i.data_type == Some(tensor::FLOAT16)));
     let fp32_ops: Vec<&str> = report.fp32_nodes.iter().map(|(op, _)| op.as_str()).collect();
     assert!(fp32_ops.contains(&"LayerNormalization") && fp32_ops.contains(&"Softmax"), "{fp32_ops:?}");
     assert!(report.fp16_nodes > 150, "{}", report.fp16_nodes);

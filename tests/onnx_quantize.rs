@@ -19,11 +19,14 @@ fn batches(texts: &[String], rows: usize) -> Vec<Batch> {
     texts
         .chunks(rows)
         .map(|chunk| {
-            let enc: Vec<Vec<u32>> = chunk.iter().map(|t| {
-                let mut ids = tok.encode(t.as_str(), true).unwrap().get_ids().to_vec();
-                ids.truncate(128);
-                ids
-            }).collect();
+            let enc: Vec<Vec<u32>> = chunk
+                .iter()
+                .map(|t| {
+                    let mut ids = tok.encode(t.as_str(), true).unwrap().get_ids().to_vec();
+                    ids.truncate(128);
+                    ids
+                })
+                .collect();
             let seq = enc.iter().map(Vec::len).max().unwrap();
             let mut ids = ndarray::ArrayD::<i64>::zeros(ndarray::IxDyn(&[chunk.len(), seq]));
             let mut mask = ids.clone();
@@ -34,7 +37,10 @@ fn batches(texts: &[String], rows: usize) -> Vec<Batch> {
                 }
             }
             let types = ndarray::ArrayD::<i64>::zeros(ids.raw_dim());
-            Batch { inputs: vec![("input_ids".into(), ids), ("attention_mask".into(), mask.clone()), ("token_type_ids".into(), types)], mask: Some(mask) }
+            Batch {
+                inputs: vec![("input_ids".into(), ids), ("attention_mask".into(), mask.clone()), ("token_type_ids".into(), types)],
+                mask: Some(mask),
+            }
         })
         .collect()
 }
@@ -87,7 +93,11 @@ fn default_model_quantizes_end_to_end_with_a_small_calibration_set() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("q.onnx");
         q.save(&path, &trt_onnx::graph::WeightStorage::Inline).unwrap();
-        let out = std::process::Command::new(py).args(["-c", "import onnx,sys; onnx.checker.check_model(sys.argv[1], full_check=True)"]).arg(&path).output().unwrap();
+        let out = std::process::Command::new(py)
+            .args(["-c", "import onnx,sys; onnx.checker.check_model(sys.argv[1], full_check=True)"])
+            .arg(&path)
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
 }

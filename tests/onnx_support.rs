@@ -9,9 +9,7 @@ use trt_onnx::dataset::Batch;
 
 /// The setup folder: `$TRT_DEPS_DIR`, or `.deps` at the workspace root.
 pub fn deps() -> PathBuf {
-    std::env::var_os("TRT_DEPS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.deps"))
+    std::env::var_os("TRT_DEPS_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.deps"))
 }
 
 /// A file of the default model's folder; missing means setup has not run.
@@ -42,7 +40,11 @@ pub fn reference_batch() -> Batch {
     };
     let mask = tensor("attention_mask");
     Batch {
-        inputs: vec![("input_ids".into(), tensor("input_ids")), ("attention_mask".into(), mask.clone()), ("token_type_ids".into(), tensor("token_type_ids"))],
+        inputs: vec![
+            ("input_ids".into(), tensor("input_ids")),
+            ("attention_mask".into(), mask.clone()),
+            ("token_type_ids".into(), tensor("token_type_ids")),
+        ],
         mask: Some(mask),
     }
 }

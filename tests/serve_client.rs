@@ -22,11 +22,7 @@ fn tritonclient_drives_trt_serve() {
     let deps = common::deps();
     let python = deps.join("venv/bin/python");
     let probe = Command::new(&python).args(["-c", "import tritonclient.http, tritonclient.grpc, onnxruntime, tokenizers"]).status();
-    assert!(
-        matches!(probe, Ok(s) if s.success()),
-        "{} cannot import tritonclient[http,grpc]: run scripts/setup",
-        python.display()
-    );
+    assert!(matches!(probe, Ok(s) if s.success()), "{} cannot import tritonclient[http,grpc]: run scripts/setup", python.display());
     let minilm = serve::minilm(&deps);
     let repo = tempfile::tempdir().unwrap();
     let root = repo.path();

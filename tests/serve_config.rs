@@ -79,11 +79,14 @@ fn invalid_values_name_the_field_and_line() {
         error_for("max_batch_size: 32", "max_batch_size: -4"),
         "config.pbtxt line 4: max_batch_size: expected a non-negative integer up to 2147483647, found '-4'"
     );
-    assert!(error_for("TYPE_FP32 dims: [ 2 ]", "TYPE_FLOAT dims: [ 2 ]").contains("output.data_type: 'TYPE_FLOAT' is not a TYPE_* data type"));
+    assert!(
+        error_for("TYPE_FP32 dims: [ 2 ]", "TYPE_FLOAT dims: [ 2 ]").contains("output.data_type: 'TYPE_FLOAT' is not a TYPE_* data type")
+    );
     assert!(error_for("dims: [ 384 ]", "dims: [ 0 ]").contains("output.dims: 0 is not a dimension"));
     assert!(error_for("max_queue_delay_microseconds: 2000", "max_queue_delay_microseconds: \"2000\"")
         .contains("dynamic_batching.max_queue_delay_microseconds: expected an integer"));
-    assert!(error_for("timeout_action: REJECT", "timeout_action: DROP").contains("dynamic_batching.default_queue_policy.timeout_action: 'DROP'"));
+    assert!(error_for("timeout_action: REJECT", "timeout_action: DROP")
+        .contains("dynamic_batching.default_queue_policy.timeout_action: 'DROP'"));
     assert!(error_for("preferred_batch_size: [ 8, 16 ]", "preferred_batch_size: [ 8, 64 ]")
         .contains("dynamic_batching.preferred_batch_size: 64 is larger than max_batch_size 32"));
     assert!(error_for("{ count: 1 }", "{ count: 0 }").contains("instance_group.count: 0 instances"));

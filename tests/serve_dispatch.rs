@@ -6,9 +6,9 @@
 //! The backend is `ScriptedBackendDouble` (tests/batching_doubles.rs): a
 //! test double whose batches wait at a gate the test opens.
 
+mod common;
 #[path = "batching_doubles.rs"]
 mod doubles;
-mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,7 +81,10 @@ async fn direct_path_refuses_past_its_bound_and_times_out_while_busy() {
     assert!(matches!(&timed_out, ServeError::Unavailable(m) if m.contains("timed out")), "{timed_out}");
     backend.open();
     let ran = bounded(first).await.unwrap().unwrap();
-    assert_eq!(ran.tensors.iter().map(|t| (t.name.as_str(), t.shape.clone())).collect::<Vec<_>>(), [("logits", vec![1, 2]), ("embedding", vec![1, 2])]);
+    assert_eq!(
+        ran.tensors.iter().map(|t| (t.name.as_str(), t.shape.clone())).collect::<Vec<_>>(),
+        [("logits", vec![1, 2]), ("embedding", vec![1, 2])]
+    );
     assert_eq!(backend.ran().len(), 1, "the timed-out request was not computed");
     assert_eq!(d.pending(), 0);
 }

@@ -5,9 +5,9 @@
 //! keeps serving, invalid configs failing only their model with the field
 //! named, and model names that cannot leave the repository.
 
+mod common;
 #[path = "batching_doubles.rs"]
 mod doubles;
-mod common;
 
 use std::path::Path;
 use std::sync::{Arc, Weak};

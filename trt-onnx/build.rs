@@ -7,8 +7,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto = "proto/onnx.proto";
     println!("cargo:rerun-if-changed={proto}");
     let descriptors = protox::compile([proto], ["proto"])?;
-    prost_build::Config::new()
-        .bytes(["."])
-        .compile_fds(descriptors)?;
+    prost_build::Config::new().bytes(["."]).compile_fds(descriptors)?;
     Ok(())
 }

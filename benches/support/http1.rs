@@ -22,11 +22,19 @@ impl Conn {
 
     /// POSTs `body`; returns the status and the response body.
     pub fn post(&mut self, host: &str, path: &str, body: &[u8]) -> std::io::Result<(u16, Vec<u8>)> {
-        write!(self.writer, "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len())?;
+        write!(
+            self.writer,
+            "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )?;
         self.writer.write_all(body)?;
         let mut line = String::new();
         self.reader.read_line(&mut line)?;
-        let status: u16 = line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
         let mut len = 0usize;
         loop {
             line.clear();

@@ -40,7 +40,9 @@ pub fn int64_inputs(src: &Path, dst: &Path) {
             }
         }
     }
-    let nodes = casts.iter().map(|(n, c)| edit::node("Cast", format!("{n}_to_int32"), vec![n.clone()], c.clone(), vec![edit::int_attr("to", INT32 as i64)]));
+    let nodes = casts
+        .iter()
+        .map(|(n, c)| edit::node("Cast", format!("{n}_to_int32"), vec![n.clone()], c.clone(), vec![edit::int_attr("to", INT32 as i64)]));
     graph.node.splice(0..0, nodes);
     model.save(dst, &WeightStorage::Inline).expect("the INT64-input model is written");
 }

@@ -24,11 +24,8 @@ impl Rng {
 /// Sentence-like texts of 5-60 whole words from the vocabulary, with some
 /// capitals and punctuation.
 pub fn generate_texts(tokenizer: &tokenizers::Tokenizer, n: usize) -> Vec<String> {
-    let mut words: Vec<String> = tokenizer
-        .get_vocab(false)
-        .into_keys()
-        .filter(|w| w.len() >= 2 && w.chars().all(|c| c.is_ascii_alphabetic()))
-        .collect();
+    let mut words: Vec<String> =
+        tokenizer.get_vocab(false).into_keys().filter(|w| w.len() >= 2 && w.chars().all(|c| c.is_ascii_alphabetic())).collect();
     words.sort_unstable(); // HashMap order is random; the texts must not be
     let mut rng = Rng(SEED);
     (0..n)
@@ -53,4 +50,3 @@ pub fn generate_texts(tokenizer: &tokenizers::Tokenizer, n: usize) -> Vec<String
         })
         .collect()
 }
-

@@ -66,7 +66,10 @@ fuzz_target!(|data: &[u8]| {
                 for input in node.input.iter().filter(|i| !i.is_empty()) {
                     // A node may read its own output only in a self-loop, which the sort leaves in place.
                     let own = node.output.iter().any(|o| o == input);
-                    assert!(!producers.contains(input.as_str()) || made.contains(input.as_str()) || own, "'{input}' read before it is produced");
+                    assert!(
+                        !producers.contains(input.as_str()) || made.contains(input.as_str()) || own,
+                        "'{input}' read before it is produced"
+                    );
                 }
                 made.extend(node.output.iter().map(String::as_str));
             }

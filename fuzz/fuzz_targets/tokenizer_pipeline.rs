@@ -115,7 +115,11 @@ impl Options {
         }
     }
     fn truncation(&self) -> Truncation {
-        if self.reject { Truncation::Reject } else { Truncation::Truncate }
+        if self.reject {
+            Truncation::Reject
+        } else {
+            Truncation::Truncate
+        }
     }
 }
 
@@ -215,8 +219,7 @@ fn run(p: &TokenizerPipeline, texts: &[String], input: &Input) -> (Outcome, Opti
             (r, widen(ids), widen(mask), input.bind_type_ids.then(|| widen(types)))
         }};
     }
-    let (r, ids, mask, type_ids) =
-        if input.i64_tensors { encode!(i64, DataType::Int64) } else { encode!(i32, DataType::Int32) };
+    let (r, ids, mask, type_ids) = if input.i64_tensors { encode!(i64, DataType::Int64) } else { encode!(i32, DataType::Int32) };
     let (result, err) = match r {
         Ok(l) => (Ok(l), None),
         Err(e) => (Err(e.to_string()), Some(e)),

@@ -67,10 +67,7 @@ impl Server {
         let mut server = Server { child: Some(child), http: String::new(), grpc: String::new(), metrics: String::new() };
         let line = rx.recv_timeout(ready_within).unwrap_or_else(|_| panic!("trt serve printed no ready line within {ready_within:?}"));
         let field = |key: &str| {
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix(key))
-                .unwrap_or_else(|| panic!("no {key} in {line:?}"))
-                .to_string()
+            line.split_whitespace().find_map(|w| w.strip_prefix(key)).unwrap_or_else(|| panic!("no {key} in {line:?}")).to_string()
         };
         server.http = field("http=");
         server.grpc = field("grpc=");

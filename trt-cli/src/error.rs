@@ -23,12 +23,7 @@ impl CliError {
 
     /// The message on one line (TensorRT messages may hold newlines).
     pub fn one_line(&self) -> String {
-        self.0
-            .split(['\n', '\r'])
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ")
+        self.0.split(['\n', '\r']).map(str::trim).filter(|s| !s.is_empty()).collect::<Vec<_>>().join(" ")
     }
 }
 

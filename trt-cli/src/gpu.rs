@@ -15,19 +15,12 @@ pub fn probe() -> trt::Result<(Device, String)> {
     let device = Device::new(0)?;
     let (major, minor) = device.compute_capability()?;
     let name = device.name()?;
-    Ok((
-        device,
-        format!("{name} (compute capability {major}.{minor})"),
-    ))
+    Ok((device, format!("{name} (compute capability {major}.{minor})")))
 }
 
 /// GPU 0, or an error saying that `command` needs one and why there is none.
 pub fn require(command: &str) -> Result<(Device, String)> {
-    probe().map_err(|e| {
-        CliError::new(format!(
-            "{command} needs a GPU TensorRT can run on, and there is none here: {e}"
-        ))
-    })
+    probe().map_err(|e| CliError::new(format!("{command} needs a GPU TensorRT can run on, and there is none here: {e}")))
 }
 
 /// Read a plan file (errors name it).
@@ -39,9 +32,7 @@ pub fn read_plan(path: &Path) -> Result<SerializedEngine> {
 /// error names the file, the GPU and TensorRT's reason.
 pub fn load_engine(path: &Path, plan: &SerializedEngine, device: &Device, gpu: &str) -> Result<Engine> {
     let runtime = Runtime::new()?;
-    runtime
-        .deserialize_on(plan.as_bytes(), device)
-        .map_err(|e| CliError::new(format!("cannot load {} on {gpu}: {e}", path.display())))
+    runtime.deserialize_on(plan.as_bytes(), device).map_err(|e| CliError::new(format!("cannot load {} on {gpu}: {e}", path.display())))
 }
 
 /// Deserialize `plan` (read from `path`) without asking for a GPU first; on
@@ -52,9 +43,7 @@ pub fn deserialize_anywhere(path: &Path, plan: &SerializedEngine) -> Result<Engi
     runtime.deserialize(plan.as_bytes()).map_err(|e| {
         let why = match probe() {
             Ok((_, gpu)) => format!("on {gpu}"),
-            Err(gpu_error) => format!(
-                "(TensorRT deserializes plans only with a usable GPU, and this machine has none: {gpu_error})"
-            ),
+            Err(gpu_error) => format!("(TensorRT deserializes plans only with a usable GPU, and this machine has none: {gpu_error})"),
         };
         CliError::new(format!("cannot deserialize the plan {}: {e} {why}", path.display()))
     })

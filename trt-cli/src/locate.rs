@@ -29,10 +29,7 @@ pub fn deps_with(rel: &str) -> Result<PathBuf> {
     if let Some(d) = dirs.iter().find(|d| d.join(rel).exists()) {
         return Ok(d.clone());
     }
-    let looked: Vec<String> = dirs
-        .iter()
-        .map(|d| d.join(rel).display().to_string())
-        .collect();
+    let looked: Vec<String> = dirs.iter().map(|d| d.join(rel).display().to_string()).collect();
     Err(CliError::new(format!(
         "cannot find {rel} of the setup folder (looked for {}); run scripts/setup, or set TRT_DEPS_DIR to the folder it fills",
         looked.join(", ")

@@ -18,13 +18,7 @@ pub fn emit(text: &str) {
 
 /// A shape as TensorRT prints it, -1 for dynamic dimensions: `[-1, 128]`.
 pub fn shape(dims: &[i64]) -> String {
-    format!(
-        "[{}]",
-        dims.iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
+    format!("[{}]", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "))
 }
 
 /// A concrete shape in the flag syntax: `8x128` (`scalar` for rank 0).
@@ -32,19 +26,12 @@ pub fn dims(d: &[i64]) -> String {
     if d.is_empty() {
         return "scalar".into();
     }
-    d.iter()
-        .map(|d| d.to_string())
-        .collect::<Vec<_>>()
-        .join("x")
+    d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x")
 }
 
 /// Indices of the dynamic (-1) dimensions.
 pub fn dynamic_dims(d: &[i64]) -> Vec<usize> {
-    d.iter()
-        .enumerate()
-        .filter(|(_, &v)| v < 0)
-        .map(|(i, _)| i)
-        .collect()
+    d.iter().enumerate().filter(|(_, &v)| v < 0).map(|(i, _)| i).collect()
 }
 
 /// `95.5 MB`, `512 B`.
@@ -74,9 +61,7 @@ pub struct Table {
 impl Table {
     /// A table with these column headers.
     pub fn new(headers: &[&str]) -> Self {
-        Table {
-            rows: vec![headers.iter().map(|h| (*h).to_owned()).collect()],
-        }
+        Table { rows: vec![headers.iter().map(|h| (*h).to_owned()).collect()] }
     }
 
     /// Add a row.
@@ -87,16 +72,8 @@ impl Table {
     /// The table, each line prefixed with `indent`.
     pub fn render(&self, indent: &str) -> String {
         let columns = self.rows.iter().map(Vec::len).max().unwrap_or(0);
-        let widths: Vec<usize> = (0..columns)
-            .map(|c| {
-                self.rows
-                    .iter()
-                    .filter_map(|r| r.get(c))
-                    .map(|s| s.chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
+        let widths: Vec<usize> =
+            (0..columns).map(|c| self.rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
         let mut out = String::new();
         for row in &self.rows {
             let mut line = String::from(indent);

@@ -75,11 +75,7 @@ impl Progress {
 
     fn draw(&mut self, force: bool) {
         let now = Instant::now();
-        if !force
-            && self
-                .last_draw
-                .is_some_and(|t| now - t < Duration::from_millis(50))
-        {
+        if !force && self.last_draw.is_some_and(|t| now - t < Duration::from_millis(50)) {
             return;
         }
         self.last_draw = Some(now);
@@ -87,11 +83,7 @@ impl Progress {
             eprint!("\r\x1b[2K");
             return;
         };
-        let fraction = if top.steps > 0 {
-            (top.done as f64 / top.steps as f64).clamp(0.0, 1.0)
-        } else {
-            0.0
-        };
+        let fraction = if top.steps > 0 { (top.done as f64 / top.steps as f64).clamp(0.0, 1.0) } else { 0.0 };
         let filled = (fraction * BAR_WIDTH as f64).round() as usize;
         // The outermost phase (what the bar measures) and the innermost (what runs now).
         let show = |p: &Phase| {
@@ -130,17 +122,9 @@ impl trt::ProgressCallbacks for Progress {
     fn phase_start(&mut self, phase: &str, _parent: &str, steps: i32) {
         if !self.bar {
             let indent = "  ".repeat(self.phases.len());
-            eprintln!(
-                "[{:6.2} s] {}{indent}{phase} ({steps} steps)",
-                self.elapsed(),
-                self.label
-            );
+            eprintln!("[{:6.2} s] {}{indent}{phase} ({steps} steps)", self.elapsed(), self.label);
         }
-        self.phases.push(Phase {
-            name: phase.to_owned(),
-            steps,
-            done: 0,
-        });
+        self.phases.push(Phase { name: phase.to_owned(), steps, done: 0 });
         if self.bar {
             self.draw(true);
         }
@@ -164,11 +148,7 @@ impl trt::ProgressCallbacks for Progress {
             self.draw(true);
         } else {
             let indent = "  ".repeat(self.phases.len());
-            eprintln!(
-                "[{:6.2} s] {}{indent}{phase} done",
-                self.elapsed(),
-                self.label
-            );
+            eprintln!("[{:6.2} s] {}{indent}{phase} done", self.elapsed(), self.label);
         }
     }
 }

@@ -33,9 +33,7 @@ pub struct ShapeList(pub Vec<(String, Vec<i64>)>);
 pub fn parse_list(arg: &str) -> std::result::Result<ShapeList, String> {
     let mut list = Vec::new();
     for item in arg.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (name, dims) = item
-            .rsplit_once(':')
-            .ok_or_else(|| format!("'{item}' is not NAME:SHAPE (e.g. input_ids:1x16)"))?;
+        let (name, dims) = item.rsplit_once(':').ok_or_else(|| format!("'{item}' is not NAME:SHAPE (e.g. input_ids:1x16)"))?;
         if name.is_empty() {
             return Err(format!("'{item}' has no tensor name before ':'"));
         }
@@ -44,18 +42,18 @@ pub fn parse_list(arg: &str) -> std::result::Result<ShapeList, String> {
         } else {
             dims.split(['x', 'X'])
                 .map(|d| {
-                    d.trim().parse::<i64>().ok().filter(|&v| v >= 0).ok_or_else(|| {
-                        format!("'{item}': '{d}' is not a dimension (a whole number >= 0; shapes look like 8x128)")
-                    })
+                    d.trim()
+                        .parse::<i64>()
+                        .ok()
+                        .filter(|&v| v >= 0)
+                        .ok_or_else(|| format!("'{item}': '{d}' is not a dimension (a whole number >= 0; shapes look like 8x128)"))
                 })
                 .collect::<std::result::Result<Vec<_>, _>>()?
         };
         list.push((name.to_owned(), dims));
     }
     if list.is_empty() {
-        return Err(
-            "no shapes given (expected NAME:SHAPE[,NAME:SHAPE...], e.g. input_ids:1x16)".into(),
-        );
+        return Err("no shapes given (expected NAME:SHAPE[,NAME:SHAPE...], e.g. input_ids:1x16)".into());
     }
     Ok(ShapeList(list))
 }
@@ -84,13 +82,8 @@ impl ShapeFlags {
         }
         type Slots = [Option<Vec<i64>>; 3];
         let mut by_name: BTreeMap<String, Slots> = BTreeMap::new();
-        for (slot, (flag, lists)) in [
-            ("--min-shapes", &self.min),
-            ("--opt-shapes", &self.opt),
-            ("--max-shapes", &self.max),
-        ]
-        .into_iter()
-        .enumerate()
+        for (slot, (flag, lists)) in
+            [("--min-shapes", &self.min), ("--opt-shapes", &self.opt), ("--max-shapes", &self.max)].into_iter().enumerate()
         {
             for (name, dims) in lists.iter().flat_map(|l| &l.0) {
                 let entry = by_name.entry(name.clone()).or_default();
@@ -101,34 +94,13 @@ impl ShapeFlags {
         }
         let mut spec = ProfileSpec::new();
         for (name, [min, opt, max]) in by_name {
-            let declared = inputs
-                .iter()
-                .find(|i| i.name == name)
-                .map(|i| i.dims.as_slice());
+            let declared = inputs.iter().find(|i| i.name == name).map(|i| i.dims.as_slice());
             let range = match (min, opt, max) {
-                (Some(a), Some(b), Some(c)) => ShapeRange {
-                    min: a,
-                    opt: b,
-                    max: c,
-                },
-                (Some(s), None, None) | (None, Some(s), None) | (None, None, Some(s)) => {
-                    ShapeRange::fixed(&s)
-                }
-                (Some(a), None, Some(c)) => ShapeRange {
-                    min: a,
-                    opt: c.clone(),
-                    max: c,
-                },
-                (Some(a), Some(b), None) => ShapeRange {
-                    min: a,
-                    opt: b.clone(),
-                    max: b,
-                },
-                (None, Some(b), Some(c)) => ShapeRange {
-                    min: default_min(declared, &b),
-                    opt: b,
-                    max: c,
-                },
+                (Some(a), Some(b), Some(c)) => ShapeRange { min: a, opt: b, max: c },
+                (Some(s), None, None) | (None, Some(s), None) | (None, None, Some(s)) => ShapeRange::fixed(&s),
+                (Some(a), None, Some(c)) => ShapeRange { min: a, opt: c.clone(), max: c },
+                (Some(a), Some(b), None) => ShapeRange { min: a, opt: b.clone(), max: b },
+                (None, Some(b), Some(c)) => ShapeRange { min: default_min(declared, &b), opt: b, max: c },
                 (None, None, None) => unreachable!("an entry exists only once a shape was given"),
             };
             spec = spec.with(&name, range);
@@ -161,12 +133,7 @@ pub fn missing_shapes_message(model: &str, missing: &[String], inputs: &[TensorI
             .iter()
             .filter_map(|name| inputs.iter().find(|i| &i.name == name))
             .map(|i| {
-                let d: Vec<i64> = i
-                    .dims
-                    .iter()
-                    .enumerate()
-                    .map(|(k, &v)| if v < 0 { pick(k) } else { v })
-                    .collect();
+                let d: Vec<i64> = i.dims.iter().enumerate().map(|(k, &v)| if v < 0 { pick(k) } else { v }).collect();
                 format!("{}:{}", i.name, output::dims(&d))
             })
             .collect::<Vec<_>>()
@@ -188,12 +155,7 @@ mod tests {
     use trt::DataType;
 
     fn input(name: &str, dims: &[i64]) -> TensorInfo {
-        TensorInfo {
-            name: name.into(),
-            dtype: DataType::Int32,
-            dims: dims.to_vec(),
-            is_shape_tensor: false,
-        }
+        TensorInfo { name: name.into(), dtype: DataType::Int32, dims: dims.to_vec(), is_shape_tensor: false }
     }
 
     #[test]
@@ -201,12 +163,7 @@ mod tests {
         let l = parse_list("input_ids:1x16, attention_mask:1X16,x:0:4,s:").unwrap();
         assert_eq!(
             l.0,
-            vec![
-                ("input_ids".into(), vec![1, 16]),
-                ("attention_mask".into(), vec![1, 16]),
-                ("x:0".into(), vec![4]),
-                ("s".into(), vec![]),
-            ]
+            vec![("input_ids".into(), vec![1, 16]), ("attention_mask".into(), vec![1, 16]), ("x:0".into(), vec![4]), ("s".into(), vec![]),]
         );
         for bad in ["", "input_ids", ":1x2", "a:1xb", "a:-1x2", "a:1x"] {
             assert!(parse_list(bad).is_err(), "{bad}");
@@ -217,51 +174,19 @@ mod tests {
     fn missing_shapes_default_as_documented() {
         let inputs = [input("a", &[-1, -1]), input("b", &[-1, 64])];
         let flags = |min: &str, opt: &str, max: &str| ShapeFlags {
-            min: (!min.is_empty())
-                .then(|| parse_list(min).unwrap())
-                .into_iter()
-                .collect(),
-            opt: (!opt.is_empty())
-                .then(|| parse_list(opt).unwrap())
-                .into_iter()
-                .collect(),
-            max: (!max.is_empty())
-                .then(|| parse_list(max).unwrap())
-                .into_iter()
-                .collect(),
+            min: (!min.is_empty()).then(|| parse_list(min).unwrap()).into_iter().collect(),
+            opt: (!opt.is_empty()).then(|| parse_list(opt).unwrap()).into_iter().collect(),
+            max: (!max.is_empty()).then(|| parse_list(max).unwrap()).into_iter().collect(),
         };
-        let range =
-            |f: ShapeFlags, name: &str| f.profile(&inputs).unwrap().unwrap().ranges[name].clone();
-        assert_eq!(
-            range(flags("a:2x3", "", ""), "a"),
-            ShapeRange::fixed(&[2, 3])
-        );
-        assert_eq!(
-            range(flags("", "", "a:2x3"), "a"),
-            ShapeRange::fixed(&[2, 3])
-        );
-        assert_eq!(
-            range(flags("a:1x1", "", "a:8x9"), "a"),
-            ShapeRange::new(&[1, 1], &[8, 9], &[8, 9])
-        );
-        assert_eq!(
-            range(flags("a:1x1", "a:4x4", ""), "a"),
-            ShapeRange::new(&[1, 1], &[4, 4], &[4, 4])
-        );
-        assert_eq!(
-            range(flags("", "b:4x64", "b:8x64"), "b"),
-            ShapeRange::new(&[1, 64], &[4, 64], &[8, 64])
-        );
+        let range = |f: ShapeFlags, name: &str| f.profile(&inputs).unwrap().unwrap().ranges[name].clone();
+        assert_eq!(range(flags("a:2x3", "", ""), "a"), ShapeRange::fixed(&[2, 3]));
+        assert_eq!(range(flags("", "", "a:2x3"), "a"), ShapeRange::fixed(&[2, 3]));
+        assert_eq!(range(flags("a:1x1", "", "a:8x9"), "a"), ShapeRange::new(&[1, 1], &[8, 9], &[8, 9]));
+        assert_eq!(range(flags("a:1x1", "a:4x4", ""), "a"), ShapeRange::new(&[1, 1], &[4, 4], &[4, 4]));
+        assert_eq!(range(flags("", "b:4x64", "b:8x64"), "b"), ShapeRange::new(&[1, 64], &[4, 64], &[8, 64]));
         assert!(flags("", "", "").profile(&inputs).unwrap().is_none());
-        let twice = ShapeFlags {
-            min: vec![parse_list("a:1x1").unwrap(), parse_list("a:2x2").unwrap()],
-            ..Default::default()
-        };
-        assert!(twice
-            .profile(&inputs)
-            .unwrap_err()
-            .to_string()
-            .contains("twice"));
+        let twice = ShapeFlags { min: vec![parse_list("a:1x1").unwrap(), parse_list("a:2x2").unwrap()], ..Default::default() };
+        assert!(twice.profile(&inputs).unwrap_err().to_string().contains("twice"));
     }
 
     #[test]

@@ -110,19 +110,11 @@ impl<'a> EncodedBatch<'a> {
     ///
     /// Fails when the buffer's element type differs from `spec.dtype`, when
     /// `spec.dtype` is not i32/i64, or when the name is already bound.
-    pub fn bind(
-        &mut self,
-        spec: InputSpec,
-        buffer: impl Into<TokenBuffer<'a>>,
-    ) -> Result<&mut Self> {
+    pub fn bind(&mut self, spec: InputSpec, buffer: impl Into<TokenBuffer<'a>>) -> Result<&mut Self> {
         let buffer = buffer.into();
         spec.check_dtype()?;
         if buffer.dtype() != spec.dtype {
-            return Err(Error::DtypeMismatch {
-                tensor: spec.name,
-                declared: spec.dtype,
-                buffer: buffer.dtype(),
-            });
+            return Err(Error::DtypeMismatch { tensor: spec.name, declared: spec.dtype, buffer: buffer.dtype() });
         }
         if self.tensors.iter().any(|(s, _)| s.name == spec.name) {
             return Err(Error::DuplicateTensor(spec.name));
@@ -158,23 +150,11 @@ impl<'a> EncodedBatch<'a> {
         let needed = batch.saturating_mul(seq_len);
         for (spec, buffer) in &self.tensors {
             if buffer.len() < needed {
-                return Err(Error::BufferTooSmall {
-                    tensor: spec.name.clone(),
-                    needed,
-                    len: buffer.len(),
-                    batch,
-                    seq_len,
-                });
+                return Err(Error::BufferTooSmall { tensor: spec.name.clone(), needed, len: buffer.len(), batch, seq_len });
             }
             let ids_overflow = i32::try_from(max_id).is_err();
-            if ids_overflow
-                && spec.role == InputRole::InputIds
-                && matches!(buffer, TokenBuffer::I32(_))
-            {
-                return Err(Error::IdOutOfRange {
-                    tensor: spec.name.clone(),
-                    id: max_id,
-                });
+            if ids_overflow && spec.role == InputRole::InputIds && matches!(buffer, TokenBuffer::I32(_)) {
+                return Err(Error::IdOutOfRange { tensor: spec.name.clone(), id: max_id });
             }
         }
         Ok(())
@@ -193,9 +173,8 @@ impl<'a> EncodedBatch<'a> {
         let block = rows.len().div_ceil(tasks.max(1));
         let used = rows.len() * seq_len;
         // blocks[i]: block i of every tensor (disjoint sub-slices of the buffers).
-        let mut blocks: Vec<Vec<(InputRole, BlockMut<'_>)>> = (0..rows.len().div_ceil(block))
-            .map(|_| Vec::with_capacity(self.tensors.len()))
-            .collect();
+        let mut blocks: Vec<Vec<(InputRole, BlockMut<'_>)>> =
+            (0..rows.len().div_ceil(block)).map(|_| Vec::with_capacity(self.tensors.len())).collect();
         for (spec, buffer) in &mut self.tensors {
             match buffer {
                 TokenBuffer::I32(b) => {
@@ -219,15 +198,9 @@ impl<'a> EncodedBatch<'a> {
             }
         };
         if blocks.len() == 1 {
-            blocks
-                .into_iter()
-                .zip(rows.chunks(block))
-                .for_each(write_block);
+            blocks.into_iter().zip(rows.chunks(block)).for_each(write_block);
         } else {
-            blocks
-                .into_par_iter()
-                .zip(rows.par_chunks(block))
-                .for_each(write_block);
+            blocks.into_par_iter().zip(rows.par_chunks(block)).for_each(write_block);
         }
     }
 }
@@ -239,14 +212,6 @@ enum BlockMut<'a> {
 }
 
 /// Each row into its own `seq_len` slice of `out`.
-fn write_rows<T: TokenElem>(
-    out: &mut [T],
-    rows: &[Row<'_>],
-    seq_len: usize,
-    role: InputRole,
-    pad: Pad,
-) {
-    out.chunks_mut(seq_len)
-        .zip(rows)
-        .for_each(|(dst, row)| row.write(role, dst, pad));
+fn write_rows<T: TokenElem>(out: &mut [T], rows: &[Row<'_>], seq_len: usize, role: InputRole, pad: Pad) {
+    out.chunks_mut(seq_len).zip(rows).for_each(|(dst, row)| row.write(role, dst, pad));
 }

@@ -59,20 +59,12 @@ impl Template {
 
     /// A row's type ids, for `content_len` content tokens.
     pub(crate) fn type_ids(&self, content_len: usize) -> impl Iterator<Item = u32> + '_ {
-        self.prefix
-            .iter()
-            .map(|p| p.1)
-            .chain(std::iter::repeat_n(self.seq_type, content_len))
-            .chain(self.suffix.iter().map(|p| p.1))
+        self.prefix.iter().map(|p| p.1).chain(std::iter::repeat_n(self.seq_type, content_len)).chain(self.suffix.iter().map(|p| p.1))
     }
 
     /// No special tokens.
     fn none() -> Self {
-        Self {
-            prefix: Vec::new(),
-            seq_type: 0,
-            suffix: Vec::new(),
-        }
+        Self { prefix: Vec::new(), seq_type: 0, suffix: Vec::new() }
     }
 
     /// Number of special tokens.
@@ -141,16 +133,14 @@ impl FastWordPiece {
     pub fn new(tokenizer: &Tokenizer, add_special_tokens: bool) -> Option<Self> {
         let json: Value = serde_json::from_str(&tokenizer.to_string(false).ok()?).ok()?;
         let fast = Self::from_json(&json, add_special_tokens)?;
-        fast.agrees_with(tokenizer, add_special_tokens)
-            .then_some(fast)
+        fast.agrees_with(tokenizer, add_special_tokens).then_some(fast)
     }
 
     fn from_json(json: &Value, add_special_tokens: bool) -> Option<Self> {
         let normalizer = &json["normalizer"];
         let model = &json["model"];
-        let recipe = normalizer["type"] == "BertNormalizer"
-            && json["pre_tokenizer"]["type"] == "BertPreTokenizer"
-            && model["type"] == "WordPiece";
+        let recipe =
+            normalizer["type"] == "BertNormalizer" && json["pre_tokenizer"]["type"] == "BertPreTokenizer" && model["type"] == "WordPiece";
         if !recipe {
             return None;
         }
@@ -165,12 +155,7 @@ impl FastWordPiece {
             vocab.insert(token.as_bytes().into(), id);
         }
         let unk = *vocab.get(model["unk_token"].as_str()?.as_bytes())?;
-        let longest_piece = vocab
-            .keys()
-            .chain(continuation.keys())
-            .map(|k| k.len())
-            .max()
-            .unwrap_or(0);
+        let longest_piece = vocab.keys().chain(continuation.keys()).map(|k| k.len()).max().unwrap_or(0);
 
         // Added tokens: ASCII-graphic contents only, so that a case-insensitive
         // search of the normalized bytes finds every possible match.
@@ -186,11 +171,7 @@ impl FastWordPiece {
             added.push(content.to_ascii_lowercase().into());
         }
 
-        let template = if add_special_tokens {
-            parse_template(&json["post_processor"])?
-        } else {
-            Template::none()
-        };
+        let template = if add_special_tokens { parse_template(&json["post_processor"])? } else { Template::none() };
         Some(Self {
             vocab,
             continuation,
@@ -232,10 +213,7 @@ impl FastWordPiece {
                 i += 1;
             } else {
                 let start = i;
-                while i < bytes.len()
-                    && !is_whitespace(bytes[i])
-                    && !bytes[i].is_ascii_punctuation()
-                {
+                while i < bytes.len() && !is_whitespace(bytes[i]) && !bytes[i].is_ascii_punctuation() {
                     i += 1;
                 }
                 self.push_word(&bytes[start..i], ids);
@@ -257,22 +235,14 @@ impl FastWordPiece {
             } else {
                 b
             };
-            out.push(if self.lowercase {
-                b.to_ascii_lowercase()
-            } else {
-                b
-            });
+            out.push(if self.lowercase { b.to_ascii_lowercase() } else { b });
         }
     }
 
     fn contains_added(&self, text: &[u8]) -> bool {
         text.iter().enumerate().any(|(i, &b)| {
             self.added_first[usize::from(b)]
-                && self.added.iter().any(|a| {
-                    text[i..]
-                        .get(..a.len())
-                        .is_some_and(|s| s.eq_ignore_ascii_case(a))
-                })
+                && self.added.iter().any(|a| text[i..].get(..a.len()).is_some_and(|s| s.eq_ignore_ascii_case(a)))
         })
     }
 
@@ -285,11 +255,7 @@ impl FastWordPiece {
         let mark = ids.len();
         let mut start = 0;
         while start < word.len() {
-            let pieces = if start == 0 {
-                &self.vocab
-            } else {
-                &self.continuation
-            };
+            let pieces = if start == 0 { &self.vocab } else { &self.continuation };
             // No piece is longer than the longest key: skip lookups that must miss.
             let mut end = word.len().min(start + self.longest_piece);
             loop {
@@ -345,11 +311,7 @@ fn parse_template(pp: &Value) -> Option<Template> {
         None if pp.is_null() => Some(Template::none()),
         Some("BertProcessing") => {
             let (cls, sep) = (as_u32(&pp["cls"][1])?, as_u32(&pp["sep"][1])?);
-            Some(Template {
-                prefix: vec![(cls, 0)],
-                seq_type: 0,
-                suffix: vec![(sep, 0)],
-            })
+            Some(Template { prefix: vec![(cls, 0)], seq_type: 0, suffix: vec![(sep, 0)] })
         }
         Some("TemplateProcessing") => {
             let mut t = Template::none();
@@ -365,11 +327,7 @@ fn parse_template(pp: &Value) -> Option<Template> {
                     let special = piece.get("SpecialToken")?;
                     let type_id = as_u32(&special["type_id"])?;
                     let ids = pp["special_tokens"][special["id"].as_str()?]["ids"].as_array()?;
-                    let side = if seen_sequence {
-                        &mut t.suffix
-                    } else {
-                        &mut t.prefix
-                    };
+                    let side = if seen_sequence { &mut t.suffix } else { &mut t.prefix };
                     for id in ids {
                         side.push((as_u32(id)?, type_id));
                     }

@@ -86,31 +86,28 @@ pub mod batching;
 mod buffers;
 mod classifier;
 mod embedder;
-mod layout;
 mod error;
 mod fast_path;
+mod layout;
+mod model_folder;
+mod options;
 mod parallel;
 mod pipeline;
 mod postprocess;
 mod rows;
-mod model_folder;
-mod options;
-mod texts;
 mod spec;
+mod texts;
 
 pub use backend::{Backend, OutputView, Outputs};
 pub use buffers::{EncodedBatch, TokenBuffer};
 pub use classifier::{Classification, Classifier};
+pub use embedder::Embedder;
+pub use error::{Error, Result};
+pub use layout::{ModelLayout, OutputSpec};
 pub use model_folder::ModelFolder;
 pub use options::HelperOptions;
-pub use embedder::Embedder;
-pub use layout::{ModelLayout, OutputSpec};
-pub use error::{Error, Result};
 pub use parallel::default_threads;
 pub use pipeline::{BatchLayout, Padding, PipelineBuilder, TokenizerPipeline, Truncation};
-pub use postprocess::{
-    cls_pool, l2_normalize, mean_pool, softmax, top_k, FloatElement, Labels, MaskElement, Pooling,
-    Prediction,
-};
+pub use postprocess::{cls_pool, l2_normalize, mean_pool, softmax, top_k, FloatElement, Labels, MaskElement, Pooling, Prediction};
 pub use rows::TokenRow;
 pub use spec::{InputRole, InputSpec};

@@ -116,4 +116,3 @@ impl ModelFolder {
         backend::open(&self.model, choice, &options)
     }
 }
-

@@ -28,9 +28,7 @@ pub fn default_threads() -> usize {
     if !tokenizers::parallelism::get_parallelism() {
         return 1;
     }
-    let from_env = std::env::var("RAYON_NUM_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok());
+    let from_env = std::env::var("RAYON_NUM_THREADS").ok().and_then(|v| v.parse::<usize>().ok());
     match from_env {
         Some(n) if n > 0 => n,
         _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -40,9 +38,6 @@ pub fn default_threads() -> usize {
 /// A pool of `threads` workers (`None`: [`default_threads`]).
 pub(crate) fn build_pool(threads: Option<usize>) -> Result<Arc<ThreadPool>> {
     let threads = threads.unwrap_or_else(default_threads);
-    let pool = ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("trt-nlp-{i}"))
-        .build()?;
+    let pool = ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("trt-nlp-{i}")).build()?;
     Ok(Arc::new(pool))
 }

@@ -24,9 +24,7 @@ use std::sync::Arc;
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 use rayon::ThreadPool;
-use tokenizers::{
-    PostProcessor, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy,
-};
+use tokenizers::{PostProcessor, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 use crate::buffers::EncodedBatch;
 use crate::error::{Error, Result};
@@ -204,10 +202,7 @@ impl PipelineBuilder {
     /// Loads `tokenizer.json` and builds the pipeline.
     pub fn from_file(self, path: impl AsRef<Path>) -> Result<TokenizerPipeline> {
         let path = path.as_ref();
-        let tokenizer = Tokenizer::from_file(path).map_err(|source| Error::TokenizerLoad {
-            path: path.to_owned(),
-            source,
-        })?;
+        let tokenizer = Tokenizer::from_file(path).map_err(|source| Error::TokenizerLoad { path: path.to_owned(), source })?;
         self.build(tokenizer)
     }
 
@@ -215,9 +210,7 @@ impl PipelineBuilder {
     /// truncation it was configured with.
     pub fn build(self, mut tokenizer: Tokenizer) -> Result<TokenizerPipeline> {
         let max_len = self.max_len;
-        let declared = tokenizer
-            .get_post_processor()
-            .map_or(0, |p| p.added_tokens(false));
+        let declared = tokenizer.get_post_processor().map_or(0, |p| p.added_tokens(false));
         let added = if self.add_special_tokens { declared } else { 0 };
         // tokenizers (0.23) subtracts the post-processor's special tokens from the
         // truncation length even when they are not added: below them it overflows
@@ -230,9 +223,7 @@ impl PipelineBuilder {
         }
         // max_len == added would make tokenizers truncate to length 0, which it treats as "no limit".
         if max_len <= added {
-            return Err(Error::InvalidConfig(format!(
-                "max_len {max_len} leaves no room for text after {added} special tokens"
-            )));
+            return Err(Error::InvalidConfig(format!("max_len {max_len} leaves no room for text after {added} special tokens")));
         }
         if self.min_len > max_len {
             return Err(Error::InvalidConfig(format!("min_len {} exceeds max_len {max_len}", self.min_len)));
@@ -248,15 +239,9 @@ impl PipelineBuilder {
         let pad = Pad {
             id: match self.pad_id.or(file_padding.as_ref().map(|p| p.pad_id)) {
                 Some(id) => id,
-                None => ["[PAD]", "<pad>"]
-                    .iter()
-                    .find_map(|t| tokenizer.token_to_id(t))
-                    .ok_or(Error::NoPadToken)?,
+                None => ["[PAD]", "<pad>"].iter().find_map(|t| tokenizer.token_to_id(t)).ok_or(Error::NoPadToken)?,
             },
-            type_id: self
-                .pad_type_id
-                .or(file_padding.map(|p| p.pad_type_id))
-                .unwrap_or(0),
+            type_id: self.pad_type_id.or(file_padding.map(|p| p.pad_type_id)).unwrap_or(0),
         };
 
         // We pad ourselves, straight into the caller's buffers.
@@ -280,21 +265,10 @@ impl PipelineBuilder {
             // Encode in full so the error can give the real token count.
             Truncation::Reject => None,
         };
-        tokenizer
-            .with_truncation(truncation)
-            .map_err(|e| Error::InvalidConfig(format!("truncation: {e}")))?;
+        tokenizer.with_truncation(truncation).map_err(|e| Error::InvalidConfig(format!("truncation: {e}")))?;
 
-        let max_id = tokenizer
-            .get_vocab(true)
-            .into_values()
-            .max()
-            .unwrap_or(0)
-            .max(pad.id);
-        let fast = if self.fast_path {
-            FastWordPiece::new(&tokenizer, self.add_special_tokens)
-        } else {
-            None
-        };
+        let max_id = tokenizer.get_vocab(true).into_values().max().unwrap_or(0).max(pad.id);
+        let fast = if self.fast_path { FastWordPiece::new(&tokenizer, self.add_special_tokens) } else { None };
         let pool = match self.pool {
             Some(pool) => pool,
             None => build_pool(self.threads)?,
@@ -374,17 +348,11 @@ impl TokenizerPipeline {
         if tasks == 1 {
             return self.encode_with(texts, outputs, 1); // on the calling thread
         }
-        self.pool
-            .install(|| self.encode_with(texts, outputs, tasks))
+        self.pool.install(|| self.encode_with(texts, outputs, tasks))
     }
 
     /// Tokenize in `tasks` chunks (in parallel when more than one), then write.
-    fn encode_with<S>(
-        &self,
-        texts: &[S],
-        outputs: &mut EncodedBatch<'_>,
-        tasks: usize,
-    ) -> Result<BatchLayout>
+    fn encode_with<S>(&self, texts: &[S], outputs: &mut EncodedBatch<'_>, tasks: usize) -> Result<BatchLayout>
     where
         S: AsRef<str> + Sync,
     {
@@ -411,11 +379,7 @@ impl TokenizerPipeline {
         }
         let bytes: usize = texts.iter().map(|t| t.as_ref().len()).sum();
         // The tokenizers path costs ~30x the fast path per byte: split it finer.
-        let per_task = if self.fast.is_some() {
-            MIN_BYTES_PER_TASK
-        } else {
-            MIN_BYTES_PER_TASK / 32
-        };
+        let per_task = if self.fast.is_some() { MIN_BYTES_PER_TASK } else { MIN_BYTES_PER_TASK / 32 };
         (bytes / per_task).clamp(1, threads * 4).min(texts.len())
     }
 
@@ -452,11 +416,7 @@ impl TokenizerPipeline {
             let chunks = self.encode_chunks(texts, tasks)?;
             let (rows, layout) = self.layout(&chunks)?;
             let mut truncated = layout.truncated.iter().peekable();
-            let owned = rows
-                .into_iter()
-                .enumerate()
-                .map(|(i, row)| row.to_token_row(truncated.next_if_eq(&&i).is_some()))
-                .collect();
+            let owned = rows.into_iter().enumerate().map(|(i, row)| row.to_token_row(truncated.next_if_eq(&&i).is_some())).collect();
             Ok(owned)
         };
         if tasks == 1 {
@@ -571,11 +531,7 @@ impl TokenizerPipeline {
             return Ok(vec![self.encode_chunk(0, texts)?]);
         }
         let size = texts.len().div_ceil(tasks);
-        texts
-            .par_chunks(size)
-            .enumerate()
-            .map(|(c, chunk)| self.encode_chunk(c * size, chunk))
-            .collect()
+        texts.par_chunks(size).enumerate().map(|(c, chunk)| self.encode_chunk(c * size, chunk)).collect()
     }
 
     /// Whether truncation cut `text`, whose truncated encoding is `encoding`.
@@ -588,9 +544,7 @@ impl TokenizerPipeline {
         }
         match &self.untruncated {
             Some(full) if encoding.len() >= self.max_len => {
-                let full = full
-                    .encode_fast(text, self.add_special_tokens)
-                    .map_err(|source| Error::Tokenize { index, source })?;
+                let full = full.encode_fast(text, self.add_special_tokens).map_err(|source| Error::Tokenize { index, source })?;
                 Ok(full.len() > self.max_len)
             }
             _ => Ok(false),
@@ -600,31 +554,19 @@ impl TokenizerPipeline {
     fn encode_chunk<S: AsRef<str>>(&self, first: usize, texts: &[S]) -> Result<Chunk> {
         // About one token per 4 bytes of English: most chunks never reallocate.
         let bytes: usize = texts.iter().map(|t| t.as_ref().len()).sum();
-        let mut chunk = Chunk {
-            ids: Vec::with_capacity(bytes / 4 + 16),
-            items: Vec::with_capacity(texts.len()),
-        };
+        let mut chunk = Chunk { ids: Vec::with_capacity(bytes / 4 + 16), items: Vec::with_capacity(texts.len()) };
         let mut scratch = Vec::new();
         for (i, text) in texts.iter().enumerate() {
             let text = text.as_ref();
             let start = chunk.ids.len();
-            let fast = self
-                .fast
-                .as_ref()
-                .is_some_and(|f| f.encode(text, &mut scratch, &mut chunk.ids));
+            let fast = self.fast.as_ref().is_some_and(|f| f.encode(text, &mut scratch, &mut chunk.ids));
             let tokens = if fast {
-                Tokens::Fast {
-                    start,
-                    len: chunk.ids.len() - start,
-                }
+                Tokens::Fast { start, len: chunk.ids.len() - start }
             } else {
                 let encoding = self
                     .tokenizer
                     .encode_fast(text, self.add_special_tokens)
-                    .map_err(|source| Error::Tokenize {
-                        index: first + i,
-                        source,
-                    })?;
+                    .map_err(|source| Error::Tokenize { index: first + i, source })?;
                 let truncated = self.was_truncated(text, &encoding, first + i)?;
                 Tokens::Full(encoding, truncated)
             };
@@ -640,14 +582,8 @@ impl TokenizerPipeline {
         let room = self.max_len - self.added;
         let batch = chunks.iter().map(|c| c.items.len()).sum();
         let mut rows = Vec::with_capacity(batch);
-        let mut layout = BatchLayout {
-            batch,
-            lengths: Vec::with_capacity(batch),
-            ..BatchLayout::default()
-        };
-        let items = chunks
-            .iter()
-            .flat_map(|c| c.items.iter().map(move |t| (c, t)));
+        let mut layout = BatchLayout { batch, lengths: Vec::with_capacity(batch), ..BatchLayout::default() };
+        let items = chunks.iter().flat_map(|c| c.items.iter().map(move |t| (c, t)));
         for (index, (chunk, tokens)) in items.enumerate() {
             let (row, full_len, truncated) = match tokens {
                 Tokens::Fast { start, len } => {
@@ -655,29 +591,14 @@ impl TokenizerPipeline {
                         Truncation::Truncate => (*len).min(room),
                         Truncation::Reject => *len,
                     };
-                    let template = self
-                        .fast
-                        .as_ref()
-                        .expect("fast tokens come from the fast path")
-                        .template();
-                    (
-                        Row::Fast {
-                            content: &chunk.ids[*start..start + keep],
-                            template,
-                        },
-                        len + self.added,
-                        keep < *len,
-                    )
+                    let template = self.fast.as_ref().expect("fast tokens come from the fast path").template();
+                    (Row::Fast { content: &chunk.ids[*start..start + keep], template }, len + self.added, keep < *len)
                 }
                 Tokens::Full(e, truncated) => (Row::Full(e), e.len(), *truncated),
             };
             // Reject mode encodes in full; in truncate mode this guards the writer.
             if row.len() > self.max_len {
-                return Err(Error::TooLong {
-                    index,
-                    tokens: full_len,
-                    max_len: self.max_len,
-                });
+                return Err(Error::TooLong { index, tokens: full_len, max_len: self.max_len });
             }
             if truncated {
                 layout.truncated.push(index);

@@ -110,10 +110,7 @@ impl Chunk {
 #[derive(Clone, Copy)]
 pub(crate) enum Row<'a> {
     /// Template specials around `content` (already truncated).
-    Fast {
-        content: &'a [u32],
-        template: &'a Template,
-    },
+    Fast { content: &'a [u32], template: &'a Template },
     /// An encoding from `tokenizers`.
     Full(&'a Encoding),
     /// Tokens owned by the caller, tokenized earlier.
@@ -177,22 +174,10 @@ impl Row<'_> {
             (InputRole::TokenTypeIds, Row::Full(e)) => copy(head, e.get_type_ids()),
             (InputRole::InputIds, Row::Owned(r)) => copy(head, &r.ids),
             (InputRole::TokenTypeIds, Row::Owned(r)) => copy(head, &r.type_ids),
-            (
-                InputRole::InputIds,
-                Row::Fast {
-                    content,
-                    template: t,
-                },
-            ) => {
+            (InputRole::InputIds, Row::Fast { content, template: t }) => {
                 head.iter_mut().zip(t.ids(content)).for_each(|(d, v)| *d = cast(v));
             }
-            (
-                InputRole::TokenTypeIds,
-                Row::Fast {
-                    content,
-                    template: t,
-                },
-            ) => {
+            (InputRole::TokenTypeIds, Row::Fast { content, template: t }) => {
                 head.iter_mut().zip(t.type_ids(content.len())).for_each(|(d, v)| *d = cast(v));
             }
         }
@@ -206,7 +191,5 @@ impl Row<'_> {
 }
 
 fn copy<T: TokenElem>(dst: &mut [T], src: &[u32]) {
-    dst.iter_mut()
-        .zip(src)
-        .for_each(|(d, &s)| *d = T::from_u32(s));
+    dst.iter_mut().zip(src).for_each(|(d, &s)| *d = T::from_u32(s));
 }

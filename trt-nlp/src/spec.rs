@@ -61,11 +61,7 @@ pub struct InputSpec {
 impl InputSpec {
     /// A spec; fails unless `dtype` is i32 or i64.
     pub fn new(name: impl Into<String>, role: InputRole, dtype: DataType) -> Result<Self> {
-        let spec = Self {
-            name: name.into(),
-            role,
-            dtype,
-        };
+        let spec = Self { name: name.into(), role, dtype };
         spec.check_dtype()?;
         Ok(spec)
     }
@@ -80,11 +76,7 @@ impl InputSpec {
     /// ```
     pub fn bert(dtype: DataType) -> Result<[Self; 3]> {
         let spec = |role: InputRole| Self::new(role.default_name(), role, dtype);
-        Ok([
-            spec(InputRole::InputIds)?,
-            spec(InputRole::AttentionMask)?,
-            spec(InputRole::TokenTypeIds)?,
-        ])
+        Ok([spec(InputRole::InputIds)?, spec(InputRole::AttentionMask)?, spec(InputRole::TokenTypeIds)?])
     }
 
     /// Fails with [`Error::UnsupportedDtype`] unless the dtype is i32 or i64
@@ -92,10 +84,7 @@ impl InputSpec {
     pub(crate) fn check_dtype(&self) -> Result<()> {
         match self.dtype {
             DataType::Int32 | DataType::Int64 => Ok(()),
-            dtype => Err(Error::UnsupportedDtype {
-                tensor: self.name.clone(),
-                dtype,
-            }),
+            dtype => Err(Error::UnsupportedDtype { tensor: self.name.clone(), dtype }),
         }
     }
 }

@@ -49,24 +49,14 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
 
 /// Mean of `hidden` `[batch, sequence, width]` over the positions where `mask` `[batch, sequence]` is non-zero.
 pub fn mean_pool(hidden: &ArrayD<f32>, mask: ArrayView2<'_, i64>) -> Result<ndarray::Array2<f32>> {
-    let h = hidden
-        .view()
-        .into_dimensionality::<ndarray::Ix3>()
-        .map_err(|_| Error::Tensor {
-            tensor: "(pooling)".into(),
-            problem: format!(
-                "expected [batch, sequence, width], found {:?}",
-                hidden.shape()
-            ),
-        })?;
+    let h = hidden.view().into_dimensionality::<ndarray::Ix3>().map_err(|_| Error::Tensor {
+        tensor: "(pooling)".into(),
+        problem: format!("expected [batch, sequence, width], found {:?}", hidden.shape()),
+    })?;
     if mask.dim() != (h.shape()[0], h.shape()[1]) {
         return Err(Error::Tensor {
             tensor: "attention_mask".into(),
-            problem: format!(
-                "shape {:?} does not match the output's {:?}",
-                mask.shape(),
-                hidden.shape()
-            ),
+            problem: format!("shape {:?} does not match the output's {:?}", mask.shape(), hidden.shape()),
         });
     }
     let mut out = ndarray::Array2::<f32>::zeros((h.shape()[0], h.shape()[2]));
@@ -87,33 +77,19 @@ pub fn mean_pool(hidden: &ArrayD<f32>, mask: ArrayView2<'_, i64>) -> Result<ndar
 
 /// Compares `b` against the reference `a` (same shape). `mask` is the
 /// attention mask of the batch, when there is one.
-pub fn compare(
-    name: &str,
-    a: &ArrayD<f32>,
-    b: &ArrayD<f32>,
-    mask: Option<ArrayView2<'_, i64>>,
-) -> Result<Metrics> {
+pub fn compare(name: &str, a: &ArrayD<f32>, b: &ArrayD<f32>, mask: Option<ArrayView2<'_, i64>>) -> Result<Metrics> {
     if a.shape() != b.shape() {
-        return Err(Error::Tensor {
-            tensor: name.into(),
-            problem: format!("shapes differ: {:?} and {:?}", a.shape(), b.shape()),
-        });
+        return Err(Error::Tensor { tensor: name.into(), problem: format!("shapes differ: {:?} and {:?}", a.shape(), b.shape()) });
     }
     let width = a.shape().last().copied().unwrap_or(1).max(1);
     let rows_a = a
         .view()
         .into_shape_with_order((a.len() / width, width))
-        .map_err(|e| Error::Tensor {
-            tensor: name.into(),
-            problem: e.to_string(),
-        })?;
+        .map_err(|e| Error::Tensor { tensor: name.into(), problem: e.to_string() })?;
     let rows_b = b
         .view()
         .into_shape_with_order((b.len() / width, width))
-        .map_err(|e| Error::Tensor {
-            tensor: name.into(),
-            problem: e.to_string(),
-        })?;
+        .map_err(|e| Error::Tensor { tensor: name.into(), problem: e.to_string() })?;
     // Which rows count: with a rank-3 output and a mask, only kept positions.
     let keep: Vec<bool> = match (a.ndim(), mask) {
         (3, Some(m)) if m.len() == rows_a.nrows() => m.iter().map(|&v| v != 0).collect(),
@@ -141,34 +117,18 @@ pub fn compare(
         .collect();
     let (cosine_min, cosine_mean) = min_mean(&cosines);
     let argmax_agreement = (a.ndim() == 2).then(|| {
-        let agree = rows_a
-            .outer_iter()
-            .zip(rows_b.outer_iter())
-            .filter(|(x, y)| argmax(x.as_slice()) == argmax(y.as_slice()))
-            .count();
+        let agree = rows_a.outer_iter().zip(rows_b.outer_iter()).filter(|(x, y)| argmax(x.as_slice()) == argmax(y.as_slice())).count();
         agree as f64 / rows_a.nrows().max(1) as f64
     });
     let embedding_cosine = match (a.ndim(), mask) {
         (3, Some(m)) => {
             let (pa, pb) = (mean_pool(a, m)?, mean_pool(b, m)?);
-            let c: Vec<f64> = pa
-                .outer_iter()
-                .zip(pb.outer_iter())
-                .map(|(x, y)| cosine(&x.to_vec(), &y.to_vec()))
-                .collect();
+            let c: Vec<f64> = pa.outer_iter().zip(pb.outer_iter()).map(|(x, y)| cosine(&x.to_vec(), &y.to_vec())).collect();
             Some(min_mean(&c))
         }
         _ => None,
     };
-    Ok(Metrics {
-        max_abs,
-        max_rel,
-        cosine_min,
-        cosine_mean,
-        argmax_agreement,
-        embedding_cosine,
-        rows: cosines.len(),
-    })
+    Ok(Metrics { max_abs, max_rel, cosine_min, cosine_mean, argmax_agreement, embedding_cosine, rows: cosines.len() })
 }
 
 fn argmax(row: Option<&[f32]>) -> Option<usize> {
@@ -237,14 +197,9 @@ impl Accumulator {
             max_abs: self.max_abs,
             max_rel: self.max_rel,
             cosine_min: if self.rows > 0 { self.cos_min } else { 1.0 },
-            cosine_mean: if self.rows > 0 {
-                self.cos_sum / self.rows as f64
-            } else {
-                1.0
-            },
+            cosine_mean: if self.rows > 0 { self.cos_sum / self.rows as f64 } else { 1.0 },
             argmax_agreement: (self.agree_rows > 0).then(|| self.agree / self.agree_rows as f64),
-            embedding_cosine: (self.emb_rows > 0)
-                .then(|| (self.emb_min, self.emb_sum / self.emb_rows as f64)),
+            embedding_cosine: (self.emb_rows > 0).then(|| (self.emb_min, self.emb_sum / self.emb_rows as f64)),
             rows: self.rows,
         }
     }

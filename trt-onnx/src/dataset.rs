@@ -25,53 +25,35 @@ pub struct Batch {
 impl Batch {
     /// Rows in the batch (the first axis of the first input).
     pub fn rows(&self) -> usize {
-        self.inputs
-            .first()
-            .map(|(_, a)| a.shape().first().copied().unwrap_or(1))
-            .unwrap_or(0)
+        self.inputs.first().map(|(_, a)| a.shape().first().copied().unwrap_or(1)).unwrap_or(0)
     }
 
     /// The mask as `[batch, sequence]`.
     pub fn mask2(&self) -> Option<ndarray::ArrayView2<'_, i64>> {
-        self.mask
-            .as_ref()
-            .and_then(|m| m.view().into_dimensionality::<Ix2>().ok())
+        self.mask.as_ref().and_then(|m| m.view().into_dimensionality::<Ix2>().ok())
     }
 }
 
 /// Runs `session` on `batch` and returns the named outputs (all when `None`) as f32.
-pub fn run(
-    session: &mut Session,
-    batch: &Batch,
-    outputs: Option<&[&str]>,
-) -> Result<Vec<(String, ArrayD<f32>)>> {
+pub fn run(session: &mut Session, batch: &Batch, outputs: Option<&[&str]>) -> Result<Vec<(String, ArrayD<f32>)>> {
     let infos = session.inputs().to_vec();
     let mut i32s: Vec<(String, ArrayD<i32>)> = Vec::new();
     let mut i64s: Vec<(String, &ArrayD<i64>)> = Vec::new();
     for (name, values) in &batch.inputs {
-        let info = infos
-            .iter()
-            .find(|i| &i.name == name)
-            .ok_or_else(|| Error::Tensor {
-                tensor: name.clone(),
-                problem: format!(
-                    "the model has no such input (it has: {})",
-                    infos
-                        .iter()
-                        .map(|i| i.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            })?;
+        let info = infos.iter().find(|i| &i.name == name).ok_or_else(|| Error::Tensor {
+            tensor: name.clone(),
+            problem: format!(
+                "the model has no such input (it has: {})",
+                infos.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        })?;
         match info.element {
             ElementType::I32 => i32s.push((name.clone(), values.mapv(|v| v as i32))),
             ElementType::I64 => i64s.push((name.clone(), values)),
             other => {
                 return Err(Error::Tensor {
                     tensor: name.clone(),
-                    problem: format!(
-                        "the model wants {other}; token inputs must be int32 or int64"
-                    ),
+                    problem: format!("the model wants {other}; token inputs must be int32 or int64"),
                 })
             }
         }
@@ -90,10 +72,7 @@ pub fn run(
             other => other
                 .to_f32()
                 .map(|a| (name.clone(), a))
-                .ok_or_else(|| Error::Tensor {
-                    tensor: name,
-                    problem: "output is not numeric".into(),
-                }),
+                .ok_or_else(|| Error::Tensor { tensor: name, problem: "output is not numeric".into() }),
         })
         .collect()
 }

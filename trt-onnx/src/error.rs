@@ -100,9 +100,6 @@ pub enum Error {
 impl Error {
     /// An ONNX Runtime error with what was being done.
     pub(crate) fn ort(context: impl Into<String>, e: impl std::fmt::Display) -> Self {
-        Error::Ort {
-            context: context.into(),
-            message: e.to_string(),
-        }
+        Error::Ort { context: context.into(), message: e.to_string() }
     }
 }

@@ -57,14 +57,7 @@ pub const FP32_OPS: &[&str] = &[
 ];
 
 /// Operators always run in FP16 (the reason to convert).
-const FP16_OPS: &[&str] = &[
-    "MatMul",
-    "Gemm",
-    "Conv",
-    "ConvTranspose",
-    "Einsum",
-    "Attention",
-];
+const FP16_OPS: &[&str] = &["MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "Attention"];
 
 /// Operators whose float inputs may be of any type: no Cast is inserted before them.
 const ANY_INPUT_OPS: &[&str] = &["Cast", "Shape", "Size"];
@@ -91,11 +84,7 @@ pub struct Fp16Options {
 
 impl Default for Fp16Options {
     fn default() -> Self {
-        Fp16Options {
-            keep_io_types: true,
-            fp32_ops: FP32_OPS.iter().map(|s| s.to_string()).collect(),
-            fp32_nodes: Vec::new(),
-        }
+        Fp16Options { keep_io_types: true, fp32_ops: FP32_OPS.iter().map(|s| s.to_string()).collect(), fp32_nodes: Vec::new() }
     }
 }
 
@@ -155,19 +144,12 @@ fn convert_graph(graph: &mut GraphProto, options: &Fp16Options) -> Result<Fp16Re
         } else {
             "the model has no FP32 tensors to convert"
         };
-        return Err(Error::Unsupported {
-            operation: "FP16 conversion",
-            problem: problem.into(),
-        });
+        return Err(Error::Unsupported { operation: "FP16 conversion", problem: problem.into() });
     }
     if let Some(n) = graph.node.iter().find(|n| SUBGRAPH_OPS.contains(&op(n))) {
         return Err(Error::Unsupported {
             operation: "FP16 conversion",
-            problem: format!(
-                "node '{}' ({}) has subgraphs, which are not converted",
-                n.name.clone().unwrap_or_default(),
-                op(n)
-            ),
+            problem: format!("node '{}' ({}) has subgraphs, which are not converted", n.name.clone().unwrap_or_default(), op(n)),
         });
     }
     edit::topological_sort(graph)?;
@@ -178,11 +160,7 @@ fn convert_graph(graph: &mut GraphProto, options: &Fp16Options) -> Result<Fp16Re
     let float_out = |n: &NodeProto| n.output.iter().any(|o| is_f32(o));
 
     // 1. Each node's precision, in topological order. Constant nodes wait for step 2.
-    let input_precision = if options.keep_io_types {
-        Precision::F32
-    } else {
-        Precision::F16
-    };
+    let input_precision = if options.keep_io_types { Precision::F32 } else { Precision::F16 };
     let mut available: HashMap<String, Precision> = graph
         .input
         .iter()
@@ -195,16 +173,10 @@ fn convert_graph(graph: &mut GraphProto, options: &Fp16Options) -> Result<Fp16Re
         if !(float_in(node) || float_out(node)) || op(node) == "Constant" {
             continue;
         }
-        let p = if fp32_ops.contains(op(node))
-            || fp32_nodes.contains(node.name.as_deref().unwrap_or(""))
-        {
+        let p = if fp32_ops.contains(op(node)) || fp32_nodes.contains(node.name.as_deref().unwrap_or("")) {
             Precision::F32
         } else if FP16_OPS.contains(&op(node)) {
-            let dq_fed = node.input.iter().any(|x| {
-                ix.producer
-                    .get(x)
-                    .is_some_and(|&p| op(&graph.node[p]) == "DequantizeLinear")
-            });
+            let dq_fed = node.input.iter().any(|x| ix.producer.get(x).is_some_and(|&p| op(&graph.node[p]) == "DequantizeLinear"));
             if dq_fed {
                 Precision::F32
             } else {
@@ -243,11 +215,7 @@ fn convert_graph(graph: &mut GraphProto, options: &Fp16Options) -> Result<Fp16Re
                 if ANY_INPUT_OPS.contains(&op(&graph.node[c])) {
                     return (op(&graph.node[c]) == "Cast").then_some(Precision::F32);
                 }
-                let fixed = graph.node[c]
-                    .input
-                    .iter()
-                    .enumerate()
-                    .any(|(k, x)| x == name && fixed_fp32_input(op(&graph.node[c]), k));
+                let fixed = graph.node[c].input.iter().enumerate().any(|(k, x)| x == name && fixed_fp32_input(op(&graph.node[c]), k));
                 if fixed {
                     Some(Precision::F32)
                 } else {
@@ -259,11 +227,7 @@ fn convert_graph(graph: &mut GraphProto, options: &Fp16Options) -> Result<Fp16Re
     for (i, node) in graph.node.iter().enumerate() {
         if op(node) == "Constant" && float_out(node) {
             let w = wanted(&node.output[0], &prec);
-            let p = if w.contains(&Precision::F16) {
-                Precision::F16
-            } else {
-                Precision::F32
-            };
+            let p = if w.contains(&Precision::F16) { Precision::F16 } else { Precision::F32 };
             prec[i] = Some(p);
             available.insert(node.output[0].clone(), p);
         }
@@ -277,19 +241,12 @@ fn convert_graph(graph: &mut GraphProto, options: &Fp16Options) -> Result<Fp16Re
     let mut new_inits = Vec::new();
     let mut converted_inits: HashMap<String, String> = HashMap::new();
     let mut fp32_counts: HashMap<String, usize> = HashMap::new();
-    let init_wants: HashMap<String, HashSet<Precision>> = ix
-        .initializer
-        .keys()
-        .filter(|n| is_f32(n))
-        .map(|n| (n.clone(), wanted(n, &prec)))
-        .collect();
+    let init_wants: HashMap<String, HashSet<Precision>> =
+        ix.initializer.keys().filter(|n| is_f32(n)).map(|n| (n.clone(), wanted(n, &prec))).collect();
     // Initializers wanted only in FP16 are converted in place.
     for t in graph.initializer.iter_mut() {
         let name = t.name.clone().unwrap_or_default();
-        if init_wants
-            .get(&name)
-            .is_some_and(|w| w.len() == 1 && w.contains(&Precision::F16))
-        {
+        if init_wants.get(&name).is_some_and(|w| w.len() == 1 && w.contains(&Precision::F16)) {
             *t = tensor::from_f32_as_f16(&name, &tensor::to_f32(t)?);
             converted_inits.insert(name.clone(), name);
             report.fp16_initializers += 1;
@@ -305,34 +262,19 @@ fn convert_graph(graph: &mut GraphProto, options: &Fp16Options) -> Result<Fp16Re
             *fp32_counts.entry(node_op.clone()).or_default() += 1;
         }
         if node_op == "Cast" {
-            if let Some(a) = node
-                .attribute
-                .iter_mut()
-                .find(|a| a.name.as_deref() == Some("to"))
-            {
+            if let Some(a) = node.attribute.iter_mut().find(|a| a.name.as_deref() == Some("to")) {
                 if a.i == Some(FLOAT as i64) {
                     a.i = Some(p.code() as i64);
                 }
             }
         }
         if p == Precision::F16 && matches!(node_op.as_str(), "Constant" | "ConstantOfShape") {
-            for a in node
-                .attribute
-                .iter_mut()
-                .filter(|a| a.name.as_deref() == Some("value"))
-            {
+            for a in node.attribute.iter_mut().filter(|a| a.name.as_deref() == Some("value")) {
                 if let Some(t) = a.t.as_mut().filter(|t| t.data_type == Some(FLOAT)) {
-                    *t = tensor::from_f32_as_f16(
-                        t.name.as_deref().unwrap_or(""),
-                        &tensor::to_f32(t)?,
-                    );
+                    *t = tensor::from_f32_as_f16(t.name.as_deref().unwrap_or(""), &tensor::to_f32(t)?);
                 }
             }
-            if node
-                .attribute
-                .iter()
-                .any(|a| matches!(a.name.as_deref(), Some("value_float" | "value_floats")))
-            {
+            if node.attribute.iter().any(|a| matches!(a.name.as_deref(), Some("value_float" | "value_floats"))) {
                 return Err(Error::Unsupported {
                     operation: "FP16 conversion",
                     problem: format!(
@@ -349,11 +291,7 @@ fn convert_graph(graph: &mut GraphProto, options: &Fp16Options) -> Result<Fp16Re
             if !is_f32(input) {
                 continue;
             }
-            let want = if fixed_fp32_input(&node_op, k) {
-                Precision::F32
-            } else {
-                p
-            };
+            let want = if fixed_fp32_input(&node_op, k) { Precision::F32 } else { p };
             if let Some(&ti) = init_by_name.get(input.as_str()) {
                 let in_place = converted_inits.get(input.as_str()) == Some(input);
                 match (want, in_place) {
@@ -363,10 +301,7 @@ fn convert_graph(graph: &mut GraphProto, options: &Fp16Options) -> Result<Fp16Re
                             Some(c) => c.clone(),
                             None => {
                                 let c = names.fresh(&format!("{input}_fp16"));
-                                new_inits.push(tensor::from_f32_as_f16(
-                                    &c,
-                                    &tensor::to_f32(&graph.initializer[ti])?,
-                                ));
+                                new_inits.push(tensor::from_f32_as_f16(&c, &tensor::to_f32(&graph.initializer[ti])?));
                                 report.fp16_initializers += 1;
                                 converted_inits.insert(input.clone(), c.clone());
                                 c
@@ -375,28 +310,19 @@ fn convert_graph(graph: &mut GraphProto, options: &Fp16Options) -> Result<Fp16Re
                         *input = copy;
                     }
                     (Precision::F32, true) => {
-                        return Err(Error::Graph(format!(
-                            "initializer '{input}' is wanted in FP32 after it was converted"
-                        )));
+                        return Err(Error::Graph(format!("initializer '{input}' is wanted in FP32 after it was converted")));
                     }
                     _ => {}
                 }
                 continue;
             }
-            let have = available
-                .get(input.as_str())
-                .copied()
-                .unwrap_or(Precision::F32);
+            let have = available.get(input.as_str()).copied().unwrap_or(Precision::F32);
             if have != want {
                 let key = (input.clone(), want);
                 let cast = match casts.get(&key) {
                     Some(c) => c.clone(),
                     None => {
-                        let suffix = if want == Precision::F16 {
-                            "fp16"
-                        } else {
-                            "fp32"
-                        };
+                        let suffix = if want == Precision::F16 { "fp16" } else { "fp32" };
                         let c = names.fresh(&format!("{input}_{suffix}"));
                         let n = names.fresh(&format!("{input}/Cast_{suffix}"));
                         new_nodes.push(edit::node(
@@ -416,10 +342,7 @@ fn convert_graph(graph: &mut GraphProto, options: &Fp16Options) -> Result<Fp16Re
     }
     // In-place converted initializers that are also listed as graph inputs (old IR).
     for v in graph.input.iter_mut() {
-        if v.name
-            .as_ref()
-            .is_some_and(|n| converted_inits.get(n) == Some(n))
-        {
+        if v.name.as_ref().is_some_and(|n| converted_inits.get(n) == Some(n)) {
             set_elem_type(v, FLOAT16);
         }
     }
@@ -428,22 +351,11 @@ fn convert_graph(graph: &mut GraphProto, options: &Fp16Options) -> Result<Fp16Re
 
     // 4. Graph I/O types, value_info.
     if !options.keep_io_types {
-        for v in graph
-            .input
-            .iter_mut()
-            .filter(|v| v.name.as_deref().is_some_and(&is_f32))
-        {
+        for v in graph.input.iter_mut().filter(|v| v.name.as_deref().is_some_and(&is_f32)) {
             set_elem_type(v, FLOAT16);
         }
     }
-    let renames = finish_outputs(
-        graph,
-        &available,
-        options.keep_io_types,
-        &mut names,
-        &mut new_nodes,
-        &types,
-    )?;
+    let renames = finish_outputs(graph, &available, options.keep_io_types, &mut names, &mut new_nodes, &types)?;
     report.casts = new_nodes.len();
     for v in graph.value_info.iter_mut() {
         let Some(name) = v.name.clone() else { continue };
@@ -481,11 +393,7 @@ fn finish_outputs(
         .collect();
     for name in fp16_outputs {
         if !keep_io_types {
-            for v in graph
-                .output
-                .iter_mut()
-                .filter(|v| v.name.as_deref() == Some(&name))
-            {
+            for v in graph.output.iter_mut().filter(|v| v.name.as_deref() == Some(&name)) {
                 set_elem_type(v, FLOAT16);
             }
             continue;
@@ -499,13 +407,7 @@ fn finish_outputs(
             }
         }
         let cast_name = names.fresh(&format!("{name}/Cast_fp32"));
-        new_nodes.push(edit::node(
-            "Cast",
-            cast_name,
-            vec![inner.clone()],
-            name.clone(),
-            vec![edit::int_attr("to", FLOAT as i64)],
-        ));
+        new_nodes.push(edit::node("Cast", cast_name, vec![inner.clone()], name.clone(), vec![edit::int_attr("to", FLOAT as i64)]));
         renames.insert(name, inner);
     }
     Ok(renames)

@@ -9,9 +9,7 @@ use tonic::{Request, Response, Status};
 
 use crate::config::{ModelConfig, TimeoutAction, VersionPolicy};
 use crate::error::{ServeError, ServeResult};
-use crate::kserve::{
-    element_count, elements_from_raw, shape_from_wire, DataType, Elements, InferRequest, InputTensor, RequestedOutput,
-};
+use crate::kserve::{element_count, elements_from_raw, shape_from_wire, DataType, Elements, InferRequest, InputTensor, RequestedOutput};
 use crate::service::{Service, EXTENSIONS, SERVER_NAME};
 
 /// The generated protocol types and service trait.
@@ -63,12 +61,7 @@ fn typed_contents(name: &str, datatype: DataType, count: usize, c: InferTensorCo
         DataType::Uint64 => (c.uint64_contents.len(), Elements::Fixed(le(&c.uint64_contents, u64::to_le_bytes))),
         DataType::Fp32 => (c.fp32_contents.len(), Elements::Fixed(le(&c.fp32_contents, f32::to_le_bytes))),
         DataType::Fp64 => (c.fp64_contents.len(), Elements::Fixed(le(&c.fp64_contents, f64::to_le_bytes))),
-        other => {
-            return Err(ServeError::invalid(format!(
-                "input '{name}': {} data must be sent in raw_input_contents",
-                other.as_str()
-            )))
-        }
+        other => return Err(ServeError::invalid(format!("input '{name}': {} data must be sent in raw_input_contents", other.as_str()))),
     };
     if n != count {
         return Err(mismatch(n));
@@ -92,9 +85,7 @@ pub fn decode_request(r: ModelInferRequest, limits: &crate::limits::Limits) -> S
         let shape = shape_from_wire(&t.name, &t.shape)?;
         let count = element_count(&t.name, &shape, limits)?;
         let data = match (raw.next(), t.contents) {
-            (Some(_), Some(_)) => {
-                return Err(ServeError::invalid(format!("input '{}' has both contents and raw_input_contents", t.name)))
-            }
+            (Some(_), Some(_)) => return Err(ServeError::invalid(format!("input '{}' has both contents and raw_input_contents", t.name))),
             (Some(bytes), None) => elements_from_raw(&t.name, datatype, count, bytes.to_vec())?,
             (None, Some(c)) => typed_contents(&t.name, datatype, count, c)?,
             (None, None) => typed_contents(&t.name, datatype, count, InferTensorContents::default())?,
@@ -120,13 +111,17 @@ pub fn decode_request(r: ModelInferRequest, limits: &crate::limits::Limits) -> S
 }
 
 fn config_proto(c: &ModelConfig) -> proto::ModelConfig {
-    let tensor_in = |t: &crate::config::TensorConfig| ModelInput { name: t.name.clone(), data_type: t.data_type.proto_number(), dims: t.dims.clone() };
-    let tensor_out = |t: &crate::config::TensorConfig| ModelOutput { name: t.name.clone(), data_type: t.data_type.proto_number(), dims: t.dims.clone() };
+    let tensor_in =
+        |t: &crate::config::TensorConfig| ModelInput { name: t.name.clone(), data_type: t.data_type.proto_number(), dims: t.dims.clone() };
+    let tensor_out =
+        |t: &crate::config::TensorConfig| ModelOutput { name: t.name.clone(), data_type: t.data_type.proto_number(), dims: t.dims.clone() };
     use model_version_policy::PolicyChoice;
     let policy = match &c.version_policy {
         VersionPolicy::Latest(n) => PolicyChoice::Latest(model_version_policy::Latest { num_versions: *n as u32 }),
         VersionPolicy::All => PolicyChoice::All(model_version_policy::All {}),
-        VersionPolicy::Specific(v) => PolicyChoice::Specific(model_version_policy::Specific { versions: v.iter().map(|&x| x as i64).collect() }),
+        VersionPolicy::Specific(v) => {
+            PolicyChoice::Specific(model_version_policy::Specific { versions: v.iter().map(|&x| x as i64).collect() })
+        }
     };
     let batching = c.dynamic_batching.as_ref().map(|db| {
         let q = &db.default_queue_policy;
@@ -284,7 +279,9 @@ impl GrpcInferenceService for Grpc {
     async fn repository_model_load(&self, r: Request<RepositoryModelLoadRequest>) -> Reply<RepositoryModelLoadResponse> {
         let r = r.into_inner();
         if let Some(k) = r.parameters.keys().next() {
-            return Err(ServeError::Unsupported(format!("repository parameter '{k}' is not supported (models load from their folder)")).into());
+            return Err(
+                ServeError::Unsupported(format!("repository parameter '{k}' is not supported (models load from their folder)")).into()
+            );
         }
         self.service.load(&r.model_name).await?;
         Ok(Response::new(RepositoryModelLoadResponse {}))

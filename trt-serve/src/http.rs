@@ -49,18 +49,17 @@ pub fn router(service: Arc<Service>) -> Router {
 /// The `/metrics` route (served on its own port).
 pub fn metrics_router(service: Arc<Service>) -> Router {
     Router::new()
-        .route(
-            "/metrics",
-            get(|State(s): Shared| async move {
-                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.metrics_text())
-            }),
-        )
+        .route("/metrics", get(|State(s): Shared| async move { ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.metrics_text()) }))
         .with_state(service)
 }
 
 /// Triton answers readiness with 200 or 400.
 fn status_of(ok: bool) -> StatusCode {
-    if ok { StatusCode::OK } else { StatusCode::BAD_REQUEST }
+    if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::BAD_REQUEST
+    }
 }
 
 async fn live(State(s): Shared) -> StatusCode {
@@ -192,7 +191,13 @@ fn body_of(body: Result<Bytes, BytesRejection>) -> ServeResult<Bytes> {
     })
 }
 
-async fn run_infer(s: &Service, model: &str, version: Option<&str>, headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> ServeResult<Response> {
+async fn run_infer(
+    s: &Service,
+    model: &str,
+    version: Option<&str>,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> ServeResult<Response> {
     let body = body_of(body)?;
     if let Some(enc) = headers.get(header::CONTENT_ENCODING).filter(|v| v.as_bytes() != b"identity") {
         return Err(ServeError::Unsupported(format!("Content-Encoding {enc:?} is not supported; send the body uncompressed")));
@@ -257,7 +262,9 @@ fn check_repository_parameters(v: &Value) -> ServeResult<()> {
     for (k, v) in params {
         match (k.as_str(), v) {
             ("unload_dependents", Value::Bool(false)) => {}
-            _ => return Err(ServeError::Unsupported(format!("repository parameter '{k}' is not supported (models load from their folder)"))),
+            _ => {
+                return Err(ServeError::Unsupported(format!("repository parameter '{k}' is not supported (models load from their folder)")))
+            }
         }
     }
     Ok(())

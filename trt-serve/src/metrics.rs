@@ -48,18 +48,51 @@ impl Metrics {
     /// Every metric, registered at zero.
     pub fn new() -> Self {
         let r = Registry::new();
-        let pending = IntGaugeVec::new(Opts::new("nv_inference_pending_request_count", "Instantaneous number of pending requests awaiting execution per-model."), MV)
-            .expect("valid gauge");
+        let pending = IntGaugeVec::new(
+            Opts::new("nv_inference_pending_request_count", "Instantaneous number of pending requests awaiting execution per-model."),
+            MV,
+        )
+        .expect("valid gauge");
         r.register(Box::new(pending.clone())).expect("registered once");
         Metrics {
             request_success: counter(&r, "nv_inference_request_success", "Number of successful inference requests, all batch sizes", MV),
-            request_failure: counter(&r, "nv_inference_request_failure", "Number of failed inference requests, all batch sizes", &["model", "version", "reason"]),
+            request_failure: counter(
+                &r,
+                "nv_inference_request_failure",
+                "Number of failed inference requests, all batch sizes",
+                &["model", "version", "reason"],
+            ),
             inference_count: counter(&r, "nv_inference_count", "Number of inferences performed (does not include cached requests)", MV),
-            exec_count: counter(&r, "nv_inference_exec_count", "Number of model executions performed (does not include cached requests)", MV),
-            request_duration_us: counter(&r, "nv_inference_request_duration_us", "Cumulative inference request duration in microseconds (includes cached requests)", MV),
-            queue_duration_us: counter(&r, "nv_inference_queue_duration_us", "Cumulative inference queuing duration in microseconds (includes cached requests)", MV),
-            compute_infer_duration_us: counter(&r, "nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in microseconds (does not include cached requests)", MV),
-            tokenize_duration_us: counter(&r, "trt_serve_tokenize_duration_us", "Cumulative tokenization duration inside the server in microseconds", MV),
+            exec_count: counter(
+                &r,
+                "nv_inference_exec_count",
+                "Number of model executions performed (does not include cached requests)",
+                MV,
+            ),
+            request_duration_us: counter(
+                &r,
+                "nv_inference_request_duration_us",
+                "Cumulative inference request duration in microseconds (includes cached requests)",
+                MV,
+            ),
+            queue_duration_us: counter(
+                &r,
+                "nv_inference_queue_duration_us",
+                "Cumulative inference queuing duration in microseconds (includes cached requests)",
+                MV,
+            ),
+            compute_infer_duration_us: counter(
+                &r,
+                "nv_inference_compute_infer_duration_us",
+                "Cumulative compute inference duration in microseconds (does not include cached requests)",
+                MV,
+            ),
+            tokenize_duration_us: counter(
+                &r,
+                "trt_serve_tokenize_duration_us",
+                "Cumulative tokenization duration inside the server in microseconds",
+                MV,
+            ),
             pending_requests: pending,
             registry: r,
         }

@@ -146,7 +146,8 @@ impl Repository {
     fn model_dir(&self, name: &str) -> ServeResult<PathBuf> {
         check_model_name(name)?;
         let dir = self.root.join(name);
-        let real = dir.canonicalize().map_err(|_| ServeError::NotFound(format!("unknown model '{name}': no folder {name}/ in the repository")))?;
+        let real =
+            dir.canonicalize().map_err(|_| ServeError::NotFound(format!("unknown model '{name}': no folder {name}/ in the repository")))?;
         if !real.starts_with(&self.root) || !real.is_dir() {
             return Err(ServeError::invalid(format!("model '{name}' does not resolve to a folder inside the repository")));
         }
@@ -318,7 +319,9 @@ impl Repository {
                 let n: u64 = v.parse().map_err(|_| ServeError::invalid(format!("'{v}' is not a version number of model '{name}'")))?;
                 match entry.versions.get(&n) {
                     Some(VersionState::Ready(s)) => Ok(s.clone()),
-                    Some(VersionState::Unavailable(why)) => Err(ServeError::Unavailable(format!("model '{name}' version {n} is not ready: {why}"))),
+                    Some(VersionState::Unavailable(why)) => {
+                        Err(ServeError::Unavailable(format!("model '{name}' version {n} is not ready: {why}")))
+                    }
                     None => Err(ServeError::NotFound(format!("unknown version {n} of model '{name}'"))),
                 }
             }
@@ -345,9 +348,10 @@ impl Repository {
     /// Whether every model that was loaded has a ready version (the server's readiness).
     pub fn all_ready(&self) -> bool {
         let models = self.models.read().expect("repository lock");
-        models.values().filter(|e| e.reason.as_deref() != Some("unloaded")).all(|e| {
-            e.versions.values().any(|s| matches!(s, VersionState::Ready(_)))
-        })
+        models
+            .values()
+            .filter(|e| e.reason.as_deref() != Some("unloaded"))
+            .all(|e| e.versions.values().any(|s| matches!(s, VersionState::Ready(_))))
     }
 
     /// The repository index: every model on disk or known, each version's state.

@@ -41,15 +41,17 @@ pub struct Listeners {
 }
 
 async fn bind(addr: SocketAddr, what: &str) -> std::io::Result<TcpListener> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen for {what} on {addr}: {e}")))
+    TcpListener::bind(addr).await.map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen for {what} on {addr}: {e}")))
 }
 
 impl Listeners {
     /// Binds all three.
     pub async fn bind(ports: &Ports) -> std::io::Result<Self> {
-        Ok(Listeners { http: bind(ports.http, "HTTP").await?, grpc: bind(ports.grpc, "gRPC").await?, metrics: bind(ports.metrics, "metrics").await? })
+        Ok(Listeners {
+            http: bind(ports.http, "HTTP").await?,
+            grpc: bind(ports.grpc, "gRPC").await?,
+            metrics: bind(ports.metrics, "metrics").await?,
+        })
     }
 
     /// The addresses actually bound.

@@ -118,9 +118,17 @@ impl Service {
             None => self.repository.model_info(name)?,
         };
         let batch = |dims: &[i64]| -> Vec<i64> {
-            if config.max_batch_size > 0 { std::iter::once(-1).chain(dims.iter().copied()).collect() } else { dims.to_vec() }
+            if config.max_batch_size > 0 {
+                std::iter::once(-1).chain(dims.iter().copied()).collect()
+            } else {
+                dims.to_vec()
+            }
         };
-        let meta = |t: &crate::config::TensorConfig| TensorMetadata { name: t.name.clone(), datatype: t.data_type.as_str(), shape: batch(&t.dims) };
+        let meta = |t: &crate::config::TensorConfig| TensorMetadata {
+            name: t.name.clone(),
+            datatype: t.data_type.as_str(),
+            shape: batch(&t.dims),
+        };
         Ok(ModelMetadata {
             name: config.name.clone(),
             versions: versions.iter().map(u64::to_string).collect(),
@@ -171,7 +179,8 @@ impl Service {
                 let l = [v.name.as_str(), version.as_str()];
                 let success = m.request_success.with_label_values(&l).get();
                 let us = |c: &prometheus::IntCounterVec| c.with_label_values(&l).get().saturating_mul(1000);
-                let failed = ["REJECTED", "BACKEND", "OTHER"].iter().map(|r| m.request_failure.with_label_values(&[l[0], l[1], r]).get()).sum();
+                let failed =
+                    ["REJECTED", "BACKEND", "OTHER"].iter().map(|r| m.request_failure.with_label_values(&[l[0], l[1], r]).get()).sum();
                 VersionStatistics {
                     name: v.name.clone(),
                     version: version.clone(),
@@ -255,7 +264,8 @@ impl Service {
             };
             outputs.push(OutputTensor { name, shape, data, binary });
         }
-        let response = InferResponse { model_name: config.name.clone(), model_version: served.version.to_string(), id: request.id, outputs };
+        let response =
+            InferResponse { model_name: config.name.clone(), model_version: served.version.to_string(), id: request.id, outputs };
         Ok((response, rows, ran))
     }
 }
@@ -267,7 +277,10 @@ pub(crate) fn request_texts(config: &ModelConfig, inputs: Vec<InputTensor>, limi
     let mut texts = None;
     for input in inputs {
         if input.name != text_name {
-            return Err(ServeError::invalid(format!("unknown input '{}' for model '{}' (it takes '{text_name}')", input.name, config.name)));
+            return Err(ServeError::invalid(format!(
+                "unknown input '{}' for model '{}' (it takes '{text_name}')",
+                input.name, config.name
+            )));
         }
         if texts.is_some() {
             return Err(ServeError::invalid(format!("input '{text_name}' is given twice")));

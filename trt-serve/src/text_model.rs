@@ -18,8 +18,8 @@ use trt_nlp::batching::RowResult;
 use trt_nlp::{l2_normalize, Backend, BatchLayout, Labels, OutputView, Outputs, Pooling, TokenizerPipeline};
 
 use crate::config::ModelConfig;
-use crate::kserve::DataType;
 use crate::error::{ServeError, ServeResult};
+use crate::kserve::DataType;
 
 /// The name of the derived, pooled output.
 pub const EMBEDDING: &str = "embedding";
@@ -240,7 +240,9 @@ impl TextModel {
                         OutputView::F32(v) => self.pool(v.view(), mask.view())?,
                         OutputView::F16(v) => self.pool(v.view(), mask.view())?,
                         OutputView::BF16(v) => self.pool(v.view(), mask.view())?,
-                        _ => return Err(trt_nlp::Error::InvalidConfig(format!("output '{name}' has an element type pooling does not read"))),
+                        _ => {
+                            return Err(trt_nlp::Error::InvalidConfig(format!("output '{name}' has an element type pooling does not read")))
+                        }
                     };
                     if self.normalize {
                         l2_normalize(pooled.view_mut());
@@ -263,7 +265,9 @@ impl TextModel {
         let mut tensors = Vec::with_capacity(self.outputs.len());
         for o in &self.outputs {
             let per_row: Vec<ArrayD<f32>> = match &o.source {
-                Source::Engine(name) => rows.iter().map(|r| r.output(name).cloned().ok_or_else(|| missing(name))).collect::<ServeResult<_>>()?,
+                Source::Engine(name) => {
+                    rows.iter().map(|r| r.output(name).cloned().ok_or_else(|| missing(name))).collect::<ServeResult<_>>()?
+                }
                 Source::Pooled(name) => rows
                     .iter()
                     .map(|r| {
@@ -283,7 +287,11 @@ impl TextModel {
         Ok(tensors)
     }
 
-    fn pool<T: trt_nlp::FloatElement>(&self, hidden: ArrayViewD<'_, T>, mask: ndarray::ArrayView2<'_, i32>) -> trt_nlp::Result<Array2<f32>> {
+    fn pool<T: trt_nlp::FloatElement>(
+        &self,
+        hidden: ArrayViewD<'_, T>,
+        mask: ndarray::ArrayView2<'_, i32>,
+    ) -> trt_nlp::Result<Array2<f32>> {
         let hidden = hidden.into_dimensionality::<Ix3>().map_err(|e| trt_nlp::Error::InvalidConfig(format!("hidden states: {e}")))?;
         self.pooling.pool(hidden, mask)
     }

@@ -480,13 +480,42 @@ pub mod ffi {
         fn network_layer(network: &INetworkDefinition, index: i32) -> Result<*mut ILayer>;
         fn network_is_strongly_typed(network: &INetworkDefinition) -> Result<bool>;
 
-        fn network_add_constant(network: Pin<&mut INetworkDefinition>, dims: &[i64], dtype: DataType, bytes: &[u8], count: i64) -> Result<*mut ILayer>;
-        fn network_add_activation(network: Pin<&mut INetworkDefinition>, input: Pin<&mut ITensor>, kind: ActivationType, alpha: f32, beta: f32) -> Result<*mut ILayer>;
-        fn network_add_elementwise(network: Pin<&mut INetworkDefinition>, a: Pin<&mut ITensor>, b: Pin<&mut ITensor>, op: ElementWiseOperation) -> Result<*mut ILayer>;
+        fn network_add_constant(
+            network: Pin<&mut INetworkDefinition>,
+            dims: &[i64],
+            dtype: DataType,
+            bytes: &[u8],
+            count: i64,
+        ) -> Result<*mut ILayer>;
+        fn network_add_activation(
+            network: Pin<&mut INetworkDefinition>,
+            input: Pin<&mut ITensor>,
+            kind: ActivationType,
+            alpha: f32,
+            beta: f32,
+        ) -> Result<*mut ILayer>;
+        fn network_add_elementwise(
+            network: Pin<&mut INetworkDefinition>,
+            a: Pin<&mut ITensor>,
+            b: Pin<&mut ITensor>,
+            op: ElementWiseOperation,
+        ) -> Result<*mut ILayer>;
         fn network_add_unary(network: Pin<&mut INetworkDefinition>, input: Pin<&mut ITensor>, op: UnaryOperation) -> Result<*mut ILayer>;
-        fn network_add_matmul(network: Pin<&mut INetworkDefinition>, a: Pin<&mut ITensor>, op_a: MatrixOperation, b: Pin<&mut ITensor>, op_b: MatrixOperation) -> Result<*mut ILayer>;
+        fn network_add_matmul(
+            network: Pin<&mut INetworkDefinition>,
+            a: Pin<&mut ITensor>,
+            op_a: MatrixOperation,
+            b: Pin<&mut ITensor>,
+            op_b: MatrixOperation,
+        ) -> Result<*mut ILayer>;
         fn network_add_softmax(network: Pin<&mut INetworkDefinition>, input: Pin<&mut ITensor>, axes: u32) -> Result<*mut ILayer>;
-        fn network_add_reduce(network: Pin<&mut INetworkDefinition>, input: Pin<&mut ITensor>, op: ReduceOperation, axes: u32, keep_dims: bool) -> Result<*mut ILayer>;
+        fn network_add_reduce(
+            network: Pin<&mut INetworkDefinition>,
+            input: Pin<&mut ITensor>,
+            op: ReduceOperation,
+            axes: u32,
+            keep_dims: bool,
+        ) -> Result<*mut ILayer>;
         fn network_add_shuffle(
             network: Pin<&mut INetworkDefinition>,
             input: Pin<&mut ITensor>,
@@ -496,10 +525,25 @@ pub mod ffi {
             second: &[i32],
             zero_is_placeholder: bool,
         ) -> Result<*mut ILayer>;
-        fn network_add_shuffle_dynamic(network: Pin<&mut INetworkDefinition>, input: Pin<&mut ITensor>, shape: Pin<&mut ITensor>) -> Result<*mut ILayer>;
-        fn network_add_gather(network: Pin<&mut INetworkDefinition>, data: Pin<&mut ITensor>, indices: Pin<&mut ITensor>, axis: i32) -> Result<*mut ILayer>;
+        fn network_add_shuffle_dynamic(
+            network: Pin<&mut INetworkDefinition>,
+            input: Pin<&mut ITensor>,
+            shape: Pin<&mut ITensor>,
+        ) -> Result<*mut ILayer>;
+        fn network_add_gather(
+            network: Pin<&mut INetworkDefinition>,
+            data: Pin<&mut ITensor>,
+            indices: Pin<&mut ITensor>,
+            axis: i32,
+        ) -> Result<*mut ILayer>;
         unsafe fn network_add_concat(network: Pin<&mut INetworkDefinition>, inputs: &[usize], axis: i32) -> Result<*mut ILayer>;
-        fn network_add_slice(network: Pin<&mut INetworkDefinition>, input: Pin<&mut ITensor>, start: &[i64], size: &[i64], stride: &[i64]) -> Result<*mut ILayer>;
+        fn network_add_slice(
+            network: Pin<&mut INetworkDefinition>,
+            input: Pin<&mut ITensor>,
+            start: &[i64],
+            size: &[i64],
+            stride: &[i64],
+        ) -> Result<*mut ILayer>;
         fn network_add_slice_dynamic(
             network: Pin<&mut INetworkDefinition>,
             input: Pin<&mut ITensor>,
@@ -516,12 +560,33 @@ pub mod ffi {
             axes: u32,
             epsilon: f32,
         ) -> Result<*mut ILayer>;
-        fn network_add_select(network: Pin<&mut INetworkDefinition>, cond: Pin<&mut ITensor>, a: Pin<&mut ITensor>, b: Pin<&mut ITensor>) -> Result<*mut ILayer>;
+        fn network_add_select(
+            network: Pin<&mut INetworkDefinition>,
+            cond: Pin<&mut ITensor>,
+            a: Pin<&mut ITensor>,
+            b: Pin<&mut ITensor>,
+        ) -> Result<*mut ILayer>;
         fn network_add_identity(network: Pin<&mut INetworkDefinition>, input: Pin<&mut ITensor>) -> Result<*mut ILayer>;
         fn network_add_shape(network: Pin<&mut INetworkDefinition>, input: Pin<&mut ITensor>) -> Result<*mut ILayer>;
-        fn network_add_fill(network: Pin<&mut INetworkDefinition>, length: i64, start: f64, delta: f64, dtype: DataType) -> Result<*mut ILayer>;
-        fn network_add_quantize(network: Pin<&mut INetworkDefinition>, input: Pin<&mut ITensor>, scale: Pin<&mut ITensor>, to: DataType) -> Result<*mut ILayer>;
-        fn network_add_dequantize(network: Pin<&mut INetworkDefinition>, input: Pin<&mut ITensor>, scale: Pin<&mut ITensor>, to: DataType) -> Result<*mut ILayer>;
+        fn network_add_fill(
+            network: Pin<&mut INetworkDefinition>,
+            length: i64,
+            start: f64,
+            delta: f64,
+            dtype: DataType,
+        ) -> Result<*mut ILayer>;
+        fn network_add_quantize(
+            network: Pin<&mut INetworkDefinition>,
+            input: Pin<&mut ITensor>,
+            scale: Pin<&mut ITensor>,
+            to: DataType,
+        ) -> Result<*mut ILayer>;
+        fn network_add_dequantize(
+            network: Pin<&mut INetworkDefinition>,
+            input: Pin<&mut ITensor>,
+            scale: Pin<&mut ITensor>,
+            to: DataType,
+        ) -> Result<*mut ILayer>;
 
         fn layer_name(layer: &ILayer) -> Result<String>;
         fn layer_set_name(layer: Pin<&mut ILayer>, name: &str) -> Result<()>;
@@ -558,7 +623,12 @@ pub mod ffi {
         fn engine_serialize(engine: &ICudaEngine) -> Result<UniquePtr<IHostMemory>>;
         fn engine_layer_info(engine: &ICudaEngine, json: bool) -> Result<String>;
         fn engine_tensor_format(engine: &ICudaEngine, name: &str, profile: i32) -> Result<TensorFormatDesc>;
-        fn engine_create_context(engine: Pin<&mut ICudaEngine>, strategy: ExecutionContextAllocationStrategy, specialization: i32, rtx_graphs: i32) -> Result<UniquePtr<IExecutionContext>>;
+        fn engine_create_context(
+            engine: Pin<&mut ICudaEngine>,
+            strategy: ExecutionContextAllocationStrategy,
+            specialization: i32,
+            rtx_graphs: i32,
+        ) -> Result<UniquePtr<IExecutionContext>>;
 
         fn context_set_profile(context: Pin<&mut IExecutionContext>, profile: i32, stream: usize) -> Result<bool>;
         fn context_profile(context: &IExecutionContext) -> Result<i32>;
@@ -570,8 +640,19 @@ pub mod ffi {
         unsafe fn context_enqueue(context: Pin<&mut IExecutionContext>, stream: usize) -> Result<bool>;
         unsafe fn context_set_device_memory(context: Pin<&mut IExecutionContext>, address: usize, size: i64) -> Result<()>;
         fn new_output_allocator(sink: Box<OutputSink>) -> Result<UniquePtr<OutputAllocator>>;
-        fn context_set_output_allocator(context: Pin<&mut IExecutionContext>, name: &str, allocator: Pin<&mut OutputAllocator>) -> Result<bool>;
-        fn output_allocator_reallocate(allocator: Pin<&mut OutputAllocator>, name: &str, current: usize, size: u64, alignment: u64, stream: usize) -> Result<usize>;
+        fn context_set_output_allocator(
+            context: Pin<&mut IExecutionContext>,
+            name: &str,
+            allocator: Pin<&mut OutputAllocator>,
+        ) -> Result<bool>;
+        fn output_allocator_reallocate(
+            allocator: Pin<&mut OutputAllocator>,
+            name: &str,
+            current: usize,
+            size: u64,
+            alignment: u64,
+            stream: usize,
+        ) -> Result<usize>;
     }
 
     // Objects created by factories arrive as raw pointers and are owned afterwards.

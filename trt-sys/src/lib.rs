@@ -15,8 +15,8 @@
 //! in their build scripts, as `DEP_TRT_SHIM_FLAVOR` (`rtx` or `trt`),
 //! `DEP_TRT_SHIM_MAJOR`, `DEP_TRT_SHIM_MINOR`, `DEP_TRT_SHIM_PATCH`.
 
-pub mod callbacks;
 mod bridge;
+pub mod callbacks;
 
 pub use bridge::ffi;
 pub use cxx;

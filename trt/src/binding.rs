@@ -191,7 +191,12 @@ mod tests {
         // vectorized. The check must use the active profile's format: main's
         // check read `t.linear` (profile 0) and accepted this binding.
         let t = tensor("x", IoMode::Input, &[-1, 4]);
-        let profile1 = IoFormat { description: "Channel major FP32 format (kCHW32)".into(), linear: false, vectorized_dim: 1, components_per_element: 32 };
+        let profile1 = IoFormat {
+            description: "Channel major FP32 format (kCHW32)".into(),
+            linear: false,
+            vectorized_dim: 1,
+            components_per_element: 32,
+        };
         let e = entry("x", 4096);
         let err = check_tensor(&t, &profile1, &[2, 4], false, Some(&e)).unwrap_err();
         assert!(err.to_string().contains("vectorized in the active profile"), "{err}");

@@ -60,7 +60,6 @@ impl Builder {
         self.raw.as_ptr()
     }
 
-
     /// The library this builder came from.
     pub fn library(&self) -> &Arc<Library> {
         &self.library
@@ -101,9 +100,7 @@ impl Builder {
     /// cover every dynamic input, ranks match, min <= opt <= max).
     pub fn build(&self, network: &Network<'_>, config: &BuilderConfig<'_>) -> Result<SerializedEngine> {
         config.validate_for(network)?;
-        let result = call_owned("buildSerializedNetwork", || {
-            ffi::builder_build_serialized(self.pin(), network.pin(), config.pin())
-        });
+        let result = call_owned("buildSerializedNetwork", || ffi::builder_build_serialized(self.pin(), network.pin(), config.pin()));
         let cancelled = config.take_cancellation();
         if let Some(panic) = config.take_callback_panic() {
             return Err(Error::CallbackPanicked(panic));

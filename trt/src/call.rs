@@ -9,10 +9,7 @@ use crate::logger::capture;
 use crate::{Error, Result, TrtMessage};
 
 /// Run one shim call; returns its value and the errors TensorRT reported meanwhile.
-pub(crate) fn call<T>(
-    operation: &'static str,
-    f: impl FnOnce() -> std::result::Result<T, cxx::Exception>,
-) -> Result<(T, Vec<TrtMessage>)> {
+pub(crate) fn call<T>(operation: &'static str, f: impl FnOnce() -> std::result::Result<T, cxx::Exception>) -> Result<(T, Vec<TrtMessage>)> {
     let (r, messages) = capture(f);
     match r {
         Ok(v) => Ok((v, messages)),
@@ -21,10 +18,7 @@ pub(crate) fn call<T>(
 }
 
 /// A call returning a pointer: null means failure.
-pub(crate) fn call_ptr<T>(
-    operation: &'static str,
-    f: impl FnOnce() -> std::result::Result<*mut T, cxx::Exception>,
-) -> Result<NonNull<T>> {
+pub(crate) fn call_ptr<T>(operation: &'static str, f: impl FnOnce() -> std::result::Result<*mut T, cxx::Exception>) -> Result<NonNull<T>> {
     let (p, messages) = call(operation, f)?;
     NonNull::new(p).ok_or(Error::TensorRt { operation, messages })
 }

@@ -158,7 +158,6 @@ impl<'b> BuilderConfig<'b> {
         self.raw.as_mut_ptr()
     }
 
-
     /// Limit the scratch memory tactics may use (`MemoryPoolType::kWORKSPACE`).
     pub fn set_workspace(&mut self, bytes: usize) -> Result<&mut Self> {
         call("setMemoryPoolLimit", || ffi::config_set_memory_pool_limit(self.pin(), ffi::MemoryPoolType::kWORKSPACE, bytes))?;

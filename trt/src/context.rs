@@ -258,8 +258,7 @@ impl Drop for Enqueued<'_> {
 static NEXT_CONTEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 fn fmt_range(r: &crate::ShapeRange) -> String {
-    let parts: Vec<String> =
-        r.min.iter().zip(&r.max).map(|(a, b)| if a == b { a.to_string() } else { format!("{a}..={b}") }).collect();
+    let parts: Vec<String> = r.min.iter().zip(&r.max).map(|(a, b)| if a == b { a.to_string() } else { format!("{a}..={b}") }).collect();
     format!("[{}]", parts.join(", "))
 }
 
@@ -385,10 +384,7 @@ impl ExecutionContext {
     /// be set again afterwards.
     pub fn set_profile(&mut self, index: usize, stream: &Stream) -> Result<()> {
         if index >= self.engine.num_profiles() {
-            return Err(Error::InvalidArgument(format!(
-                "profile {index} does not exist (the engine has {})",
-                self.engine.num_profiles()
-            )));
+            return Err(Error::InvalidArgument(format!("profile {index} does not exist (the engine has {})", self.engine.num_profiles())));
         }
         self.check_device(stream.device())?;
         stream.device().bind()?;
@@ -566,11 +562,9 @@ impl ExecutionContext {
     /// Work for an engine deserialized onto one GPU must stay on that GPU.
     pub(crate) fn check_device(&self, device: &Device) -> Result<()> {
         match self.engine.device() {
-            Some(d) if d != device => Err(Error::InvalidArgument(format!(
-                "the engine lives on GPU {}, the stream on GPU {}",
-                d.ordinal(),
-                device.ordinal()
-            ))),
+            Some(d) if d != device => {
+                Err(Error::InvalidArgument(format!("the engine lives on GPU {}, the stream on GPU {}", d.ordinal(), device.ordinal())))
+            }
             _ => Ok(()),
         }
     }
@@ -669,12 +663,7 @@ impl ExecutionContext {
         self.check_shapes()?;
         check_names(self.engine.io_tensors(), &bindings.entries)?;
 
-        let mut own = Self::create(
-            &self.engine,
-            ffi::ExecutionContextAllocationStrategy::kSTATIC,
-            &ContextOptions::for_capture(),
-            None,
-        )?;
+        let mut own = Self::create(&self.engine, ffi::ExecutionContextAllocationStrategy::kSTATIC, &ContextOptions::for_capture(), None)?;
         if self.profile != 0 {
             own.set_profile(self.profile, stream)?;
         }

@@ -77,7 +77,6 @@ impl Runtime {
         self.inner.raw.lock().unwrap_or_else(|e| e.into_inner()).as_ptr()
     }
 
-
     /// The library this runtime came from.
     pub fn library(&self) -> &Arc<Library> {
         &self.inner.library
@@ -288,7 +287,6 @@ impl Engine {
         self.inner.raw.as_mut_ptr()
     }
 
-
     /// All I/O tensors, in engine order.
     pub fn io_tensors(&self) -> &[IoTensor] {
         &self.inner.io
@@ -301,15 +299,19 @@ impl Engine {
 
     /// The position of I/O tensor `name` in [`io_tensors`](Self::io_tensors).
     pub(crate) fn io_index(&self, name: &str) -> Result<usize> {
-        self.inner.io.iter().position(|t| t.name == name).ok_or_else(|| Error::UnknownTensor { name: name.to_owned(), context: "engine I/O" })
+        self.inner
+            .io
+            .iter()
+            .position(|t| t.name == name)
+            .ok_or_else(|| Error::UnknownTensor { name: name.to_owned(), context: "engine I/O" })
     }
 
     /// The memory format of I/O tensor `name` in optimization profile `profile`.
     pub fn io_format(&self, name: &str, profile: usize) -> Result<&IoFormat> {
         let i = self.io_index(name)?;
-        self.inner.formats[i].get(profile).ok_or_else(|| {
-            Error::InvalidArgument(format!("profile {profile} does not exist (the engine has {})", self.inner.profiles))
-        })
+        self.inner.formats[i]
+            .get(profile)
+            .ok_or_else(|| Error::InvalidArgument(format!("profile {profile} does not exist (the engine has {})", self.inner.profiles)))
     }
 
     /// The formats of every I/O tensor: `[io index][profile]`.

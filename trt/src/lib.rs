@@ -64,32 +64,34 @@ mod timing_cache;
 mod version;
 mod work;
 
+pub use binding::{Bindings, IO_ALIGNMENT};
 pub use builder::Builder;
 #[cfg(trt_weakly_typed)]
 pub use config::AllowedPrecision;
 pub use config::{BuildSettings, BuilderConfig, CancelToken, HardwareCompatibility};
-pub use binding::{Bindings, IO_ALIGNMENT};
 #[cfg(trt_rtx)]
 pub use context::KernelSpecialization;
 pub use context::{ContextCalls, ContextOptions, Enqueued, ExecutionContext, SharedDeviceMemory};
-pub use graph::ContextGraph;
-pub use trt_sys::callbacks::{OutputCallbacks, Reallocation};
 pub use dtype::DataType;
-pub use engine_cache::{CacheOutcome, EngineCache};
 pub use engine::{Engine, IoFormat, IoMode, IoTensor, Runtime};
+pub use engine_cache::{CacheOutcome, EngineCache};
 pub use error::{Error, ErrorCode, OnnxError, Result, TrtMessage};
+pub use graph::ContextGraph;
 pub use library::{header_version, setup_dir, Library, LibraryKind};
-pub use network::{Activation, ElementWise, HostData, LayerInfo, LayerKind, MatrixOp, Network, Precision, Reduce, Tensor, TensorInfo, Unary};
+pub use network::{
+    Activation, ElementWise, HostData, LayerInfo, LayerKind, MatrixOp, Network, Precision, Reduce, Tensor, TensorInfo, Unary,
+};
 pub use onnx::{OnnxParser, ParsedNetwork};
 pub use pool::{Checkout, ContextPool, Pool, PooledContext};
-pub use raw::AsRaw;
 pub use profile::{OptimizationProfile, ProfileSpec, ShapeRange};
+pub use raw::AsRaw;
 pub use serialized::SerializedEngine;
 pub use timing_cache::TimingCache;
-pub use trt_sys::callbacks::ProgressCallbacks;
 /// INT8 calibration data source (TensorRT 10.x).
 #[cfg(trt_weakly_typed)]
 pub use trt_sys::callbacks::CalibratorCallbacks as Int8Calibrator;
+pub use trt_sys::callbacks::ProgressCallbacks;
+pub use trt_sys::callbacks::{OutputCallbacks, Reallocation};
 pub use version::{Flavor, Version};
 
 /// Entry points of the fuzz targets in `fuzz/` for what is private here

@@ -52,13 +52,10 @@ pub fn setup_dir() -> PathBuf {
 fn file_names(kind: LibraryKind) -> Result<(String, Option<String>)> {
     let v = header_version();
     match (v.flavor, kind) {
-        (Flavor::TensorRtRtx, LibraryKind::Full) => Ok((
-            format!("libtensorrt_rtx.so.{}", v.major),
-            Some(format!("libtensorrt_onnxparser_rtx.so.{}", v.major)),
-        )),
-        (Flavor::TensorRtRtx, LibraryKind::LeanRuntime) => {
-            Err(Error::Unsupported { feature: "the lean runtime", version: v.to_string() })
+        (Flavor::TensorRtRtx, LibraryKind::Full) => {
+            Ok((format!("libtensorrt_rtx.so.{}", v.major), Some(format!("libtensorrt_onnxparser_rtx.so.{}", v.major))))
         }
+        (Flavor::TensorRtRtx, LibraryKind::LeanRuntime) => Err(Error::Unsupported { feature: "the lean runtime", version: v.to_string() }),
         (Flavor::TensorRt, LibraryKind::Full) => {
             Ok((format!("libnvinfer.so.{}", v.major), Some(format!("libnvonnxparser.so.{}", v.major))))
         }
@@ -154,12 +151,7 @@ fn open(file: &str) -> Result<(&'static libloading::Library, PathBuf)> {
         tried.push(PathBuf::from(format!("{file} (dynamic loader path)")));
         reasons.push("not found".into());
     }
-    let places = search_path()
-        .into_iter()
-        .flatten()
-        .map(|d| d.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
+    let places = search_path().into_iter().flatten().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ");
     reasons.push(format!("also looked in: {places}"));
     Err(Error::LibraryNotFound { library: file.to_owned(), tried, reasons })
 }
@@ -283,10 +275,7 @@ impl Library {
     }
 
     pub(crate) fn parser_factory(&self) -> Result<usize> {
-        self.parser.as_ref().map(|(_, f)| *f).ok_or(Error::Unsupported {
-            feature: "the ONNX parser",
-            version: self.describe_kind(),
-        })
+        self.parser.as_ref().map(|(_, f)| *f).ok_or(Error::Unsupported { feature: "the ONNX parser", version: self.describe_kind() })
     }
 
     fn describe_kind(&self) -> String {

@@ -306,7 +306,6 @@ pub struct Network<'b> {
     _builder: PhantomData<&'b crate::Builder>,
 }
 
-
 impl std::fmt::Debug for Network<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Network").field("inputs", &self.inputs()).field("outputs", &self.outputs()).finish()
@@ -355,7 +354,6 @@ impl<'b> Network<'b> {
     pub(crate) fn raw_ptr(&self) -> *mut ffi::INetworkDefinition {
         self.raw.as_mut_ptr()
     }
-
 
     fn id(&self) -> *const NetworkState {
         &*self.state
@@ -431,9 +429,7 @@ impl<'b> Network<'b> {
             });
         }
         let (dtype, bytes) = data.to_bytes(self.state.precision);
-        let out = self.layer("addConstant", || Ok({
-            ffi::network_add_constant(self.pin(), dims, dtype.to_sys(), &bytes, expected)
-        }))?;
+        let out = self.layer("addConstant", || Ok({ ffi::network_add_constant(self.pin(), dims, dtype.to_sys(), &bytes, expected) }))?;
         // The heap block does not move when the Box moves into the Vec.
         self.state.weights.borrow_mut().push(bytes);
         Ok(out)
@@ -457,9 +453,9 @@ impl<'b> Network<'b> {
 
     /// A (batched) matrix multiply.
     pub fn matmul(&self, a: Tensor<'_>, op_a: MatrixOp, b: Tensor<'_>, op_b: MatrixOp) -> Result<Tensor<'_>> {
-        self.layer("addMatrixMultiply", || Ok({
-            ffi::network_add_matmul(self.pin(), self.own(a)?, op_a.to_sys(), self.own(b)?, op_b.to_sys())
-        }))
+        self.layer("addMatrixMultiply", || {
+            Ok({ ffi::network_add_matmul(self.pin(), self.own(a)?, op_a.to_sys(), self.own(b)?, op_b.to_sys()) })
+        })
     }
 
     /// Run `f` on `input` in FP32 when the network is being converted to FP16.
@@ -535,9 +531,9 @@ impl<'b> Network<'b> {
 
     /// A slice whose start, size and stride are shape tensors.
     pub fn slice_dynamic(&self, input: Tensor<'_>, start: Tensor<'_>, size: Tensor<'_>, stride: Tensor<'_>) -> Result<Tensor<'_>> {
-        self.layer("addSlice", || Ok({
-            ffi::network_add_slice_dynamic(self.pin(), self.own(input)?, self.own(start)?, self.own(size)?, self.own(stride)?)
-        }))
+        self.layer("addSlice", || {
+            Ok({ ffi::network_add_slice_dynamic(self.pin(), self.own(input)?, self.own(start)?, self.own(size)?, self.own(stride)?) })
+        })
     }
 
     /// Convert to another element type.
@@ -547,7 +543,14 @@ impl<'b> Network<'b> {
 
     /// Normalization over `axes` (LayerNorm when `axes` is the last dimension).
     /// `scale` and `bias` broadcast against the input.
-    pub fn normalization<'s>(&'s self, input: Tensor<'_>, scale: Tensor<'_>, bias: Tensor<'_>, axes: &[usize], epsilon: f32) -> Result<Tensor<'s>> {
+    pub fn normalization<'s>(
+        &'s self,
+        input: Tensor<'_>,
+        scale: Tensor<'_>,
+        bias: Tensor<'_>,
+        axes: &[usize],
+        epsilon: f32,
+    ) -> Result<Tensor<'s>> {
         let mask = axis_mask(axes, input.dims().len())?;
         let (scale, bias) = (self.adopt(scale)?, self.adopt(bias)?);
         let wide = |t: Tensor<'s>| -> Result<Pin<&'s mut ffi::ITensor>> {

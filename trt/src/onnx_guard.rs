@@ -162,10 +162,7 @@ mod tests {
     #[test]
     fn a_node_without_outputs_is_found_by_index_and_operator() {
         let m = model(&[node(&["y"], "Relu", None), node(&[], "Add", None)]);
-        assert_eq!(
-            find_node_without_outputs(&m),
-            Some(NodeWithoutOutputs { index: 1, name: String::new(), operator: "Add".into() })
-        );
+        assert_eq!(find_node_without_outputs(&m), Some(NodeWithoutOutputs { index: 1, name: String::new(), operator: "Add".into() }));
         assert_eq!(find_node_without_outputs(&model(&[node(&["y"], "Add", None)])), None);
     }
 

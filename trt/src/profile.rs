@@ -39,10 +39,7 @@ impl ShapeRange {
     pub fn check_order(&self) -> std::result::Result<(), String> {
         let rank = self.min.len();
         if self.opt.len() != rank || self.max.len() != rank {
-            return Err(format!(
-                "min {:?}, opt {:?} and max {:?} have different ranks",
-                self.min, self.opt, self.max
-            ));
+            return Err(format!("min {:?}, opt {:?} and max {:?} have different ranks", self.min, self.opt, self.max));
         }
         for i in 0..rank {
             let (lo, mid, hi) = (self.min[i], self.opt[i], self.max[i]);
@@ -58,8 +55,7 @@ impl ShapeRange {
 
     /// Does `shape` lie within the range (same rank, min <= d <= max)?
     pub fn contains(&self, shape: &[i64]) -> bool {
-        shape.len() == self.min.len()
-            && shape.iter().zip(self.min.iter().zip(&self.max)).all(|(d, (lo, hi))| lo <= d && d <= hi)
+        shape.len() == self.min.len() && shape.iter().zip(self.min.iter().zip(&self.max)).all(|(d, (lo, hi))| lo <= d && d <= hi)
     }
 
     /// Check the range against the input's declared dimensions.
@@ -74,7 +70,10 @@ impl ShapeRange {
         }
         for (i, &declared) in input.dims.iter().enumerate() {
             if declared >= 0 && (self.min[i] != declared || self.max[i] != declared) {
-                return bad(format!("dimension {i} is fixed at {declared} in the network, but the range is {}..={}", self.min[i], self.max[i]));
+                return bad(format!(
+                    "dimension {i} is fixed at {declared} in the network, but the range is {}..={}",
+                    self.min[i], self.max[i]
+                ));
             }
         }
         Ok(())

@@ -37,7 +37,6 @@ impl TimingCache {
         self.raw.as_mut_ptr()
     }
 
-
     /// The cache's bytes.
     pub fn serialize(&self) -> Result<Vec<u8>> {
         let mem = call_owned("ITimingCache::serialize", || ffi::timing_cache_serialize(self.get()))?;
@@ -51,8 +50,7 @@ impl TimingCache {
 
     /// Merge another cache's entries into this one.
     pub fn combine(&mut self, other: &TimingCache, ignore_mismatch: bool) -> Result<()> {
-        let raw: Pin<&mut ffi::ITimingCache> =
-            self.raw.as_mut().ok_or_else(|| Error::InvalidArgument("null timing cache".into()))?;
+        let raw: Pin<&mut ffi::ITimingCache> = self.raw.as_mut().ok_or_else(|| Error::InvalidArgument("null timing cache".into()))?;
         call_bool("ITimingCache::combine", || ffi::timing_cache_combine(raw, other.get(), ignore_mismatch))
     }
 }

@@ -22,9 +22,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use trt::cuda::{
-    Device, DeviceBuffer, Element, Event, GraphResource, PinnedBuffer, Stream,
-};
+use trt::cuda::{Device, DeviceBuffer, Element, Event, GraphResource, PinnedBuffer, Stream};
 use trt::{Bindings, ContextGraph, DataType, ExecutionContext};
 use trt_nlp::InputRole;
 
@@ -139,29 +137,12 @@ impl<T: Element> Slot for Typed<T> {
     }
 }
 
-fn typed<T: Value>(
-    name: &str,
-    len: usize,
-    fill: Fill,
-    device: &Device,
-    stream: &Stream,
-) -> trt::Result<Box<dyn Slot>> {
+fn typed<T: Value>(name: &str, len: usize, fill: Fill, device: &Device, stream: &Stream) -> trt::Result<Box<dyn Slot>> {
     let data: Vec<T> = (0..len).map(|i| T::from_i64(fill.value(i))).collect();
-    Ok(Box::new(Typed {
-        name: name.to_owned(),
-        host: PinnedBuffer::from_slice(device, &data)?,
-        device: DeviceBuffer::zeros(len, stream)?,
-    }))
+    Ok(Box::new(Typed { name: name.to_owned(), host: PinnedBuffer::from_slice(device, &data)?, device: DeviceBuffer::zeros(len, stream)? }))
 }
 
-fn slot(
-    name: &str,
-    dtype: DataType,
-    len: usize,
-    fill: Fill,
-    device: &Device,
-    stream: &Stream,
-) -> Result<Box<dyn Slot>> {
+fn slot(name: &str, dtype: DataType, len: usize, fill: Fill, device: &Device, stream: &Stream) -> Result<Box<dyn Slot>> {
     let s = match dtype {
         DataType::Float => typed::<f32>(name, len, fill, device, stream),
         DataType::Half => typed::<half::f16>(name, len, fill, device, stream),
@@ -171,11 +152,7 @@ fn slot(
         DataType::Int8 => typed::<i8>(name, len, fill, device, stream),
         DataType::Uint8 => typed::<u8>(name, len, fill, device, stream),
         DataType::Bool => typed::<bool>(name, len, fill, device, stream),
-        other => {
-            return Err(CliError::new(format!(
-                "tensor '{name}' has dtype {other}, which trt bench cannot allocate"
-            )))
-        }
+        other => return Err(CliError::new(format!("tensor '{name}' has dtype {other}, which trt bench cannot allocate"))),
     };
     Ok(s?)
 }
@@ -213,16 +190,9 @@ pub fn run(args: Args) -> Result<()> {
     let mut shapes = Vec::new();
     for t in engine.inputs() {
         if t.is_shape_tensor {
-            return Err(CliError::new(format!(
-                "input '{}' is a shape tensor, which trt bench cannot fill",
-                t.name
-            )));
+            return Err(CliError::new(format!("input '{}' is a shape tensor, which trt bench cannot fill", t.name)));
         }
-        let opt = t
-            .profiles
-            .first()
-            .map(|r| r.opt.clone())
-            .unwrap_or_else(|| t.shape.clone());
+        let opt = t.profiles.first().map(|r| r.opt.clone()).unwrap_or_else(|| t.shape.clone());
         let first_dynamic = t.shape.iter().position(|&d| d < 0);
         let shape: Vec<i64> = t
             .shape
@@ -239,14 +209,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mut inputs = Vec::new();
     for (name, dtype, shape) in &shapes {
-        inputs.push(slot(
-            name,
-            *dtype,
-            shape.iter().product::<i64>() as usize,
-            Fill::for_input(name),
-            &device,
-            &stream,
-        )?);
+        inputs.push(slot(name, *dtype, shape.iter().product::<i64>() as usize, Fill::for_input(name), &device, &stream)?);
     }
     let mut outputs = Vec::new();
     for t in engine.outputs() {
@@ -258,14 +221,7 @@ pub fn run(args: Args) -> Result<()> {
                 output::shape(&shape)
             )));
         }
-        outputs.push(slot(
-            &t.name,
-            t.dtype,
-            shape.iter().product::<i64>() as usize,
-            Fill::Zeros,
-            &device,
-            &stream,
-        )?);
+        outputs.push(slot(&t.name, t.dtype, shape.iter().product::<i64>() as usize, Fill::Zeros, &device, &stream)?);
         shapes.push((t.name.clone(), t.dtype, shape));
     }
     for s in inputs.iter_mut() {
@@ -291,12 +247,7 @@ pub fn run(args: Args) -> Result<()> {
     }
 
     let transfers = !args.no_transfers;
-    let events = [
-        Event::new(&device)?,
-        Event::new(&device)?,
-        Event::new(&device)?,
-        Event::new(&device)?,
-    ];
+    let events = [Event::new(&device)?, Event::new(&device)?, Event::new(&device)?, Event::new(&device)?];
     let mut samples = Vec::with_capacity(args.iterations as usize);
     let mut wall = Duration::ZERO;
     for iteration in 0..args.warmup + args.iterations {
@@ -310,11 +261,7 @@ pub fn run(args: Args) -> Result<()> {
         events[1].record(&stream)?;
         match graph.as_mut() {
             Some(g) => {
-                let mut used: Vec<&mut dyn GraphResource> = inputs
-                    .iter_mut()
-                    .chain(outputs.iter_mut())
-                    .map(|s| s.resource())
-                    .collect();
+                let mut used: Vec<&mut dyn GraphResource> = inputs.iter_mut().chain(outputs.iter_mut()).map(|s| s.resource()).collect();
                 context.launch_graph(g, &stream, &mut used)?;
                 events[2].record(&stream)?;
             }
@@ -338,20 +285,11 @@ pub fn run(args: Args) -> Result<()> {
         if iteration >= args.warmup {
             wall += started.elapsed();
             let ms = |a: usize, b: usize| events[a].elapsed_ms(&events[b]).map(f64::from);
-            samples.push(Sample {
-                h2d: ms(0, 1)?,
-                compute: ms(1, 2)?,
-                d2h: ms(2, 3)?,
-                total: ms(0, 3)?,
-            });
+            samples.push(Sample { h2d: ms(0, 1)?, compute: ms(1, 2)?, d2h: ms(2, 3)?, total: ms(0, 3)? });
         }
     }
 
-    let batch = shapes
-        .first()
-        .and_then(|(_, _, s)| s.first().copied())
-        .unwrap_or(1)
-        .max(1);
+    let batch = shapes.first().and_then(|(_, _, s)| s.first().copied()).unwrap_or(1).max(1);
     let throughput = (args.iterations as f64 * batch as f64) / wall.as_secs_f64();
     let doc = json!({
         "plan": args.plan.display().to_string(),
@@ -370,10 +308,7 @@ pub fn run(args: Args) -> Result<()> {
         "notes": notes,
     });
     if args.json {
-        emit(&format!(
-            "{}\n",
-            serde_json::to_string_pretty(&doc).expect("JSON values serialize")
-        ));
+        emit(&format!("{}\n", serde_json::to_string_pretty(&doc).expect("JSON values serialize")));
         return Ok(());
     }
     let mut s = format!(
@@ -385,17 +320,11 @@ pub fn run(args: Args) -> Result<()> {
         if transfers { "timed" } else { "excluded" }
     );
     for (name, dtype, shape) in &shapes {
-        s.push_str(&format!(
-            "  {name:<24} {dtype:<5} {}\n",
-            output::shape(shape)
-        ));
+        s.push_str(&format!("  {name:<24} {dtype:<5} {}\n", output::shape(shape)));
     }
-    for (label, key) in [
-        ("latency (ms)", "latency_ms"),
-        ("  engine", "compute_ms"),
-        ("  host->device", "h2d_ms"),
-        ("  device->host", "d2h_ms"),
-    ] {
+    for (label, key) in
+        [("latency (ms)", "latency_ms"), ("  engine", "compute_ms"), ("  host->device", "h2d_ms"), ("  device->host", "d2h_ms")]
+    {
         let v = &doc[key];
         s.push_str(&format!(
             "  {label:<16} p50 {:8.3}  p90 {:8.3}  p99 {:8.3}  mean {:8.3}\n",
@@ -430,8 +359,6 @@ mod tests {
         assert!(matches!(Fill::for_input("attention_mask"), Fill::Ones));
         assert!(matches!(Fill::for_input("token_type_ids"), Fill::Zeros));
         assert!(matches!(Fill::for_input("whatever"), Fill::TokenIds));
-        assert!((0..5000)
-            .map(|i| Fill::TokenIds.value(i))
-            .all(|v| (101..1000).contains(&v)));
+        assert!((0..5000).map(|i| Fill::TokenIds.value(i)).all(|v| (101..1000).contains(&v)));
     }
 }

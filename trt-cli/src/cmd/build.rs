@@ -84,41 +84,21 @@ pub struct Args {
 /// `sm86`, `sm_86`, `86` or `8.6` to TensorRT-RTX's `86`.
 fn parse_target(s: &str) -> std::result::Result<u32, String> {
     let t = s.trim();
-    let t = t
-        .strip_prefix("sm_")
-        .or_else(|| t.strip_prefix("sm"))
-        .unwrap_or(t);
+    let t = t.strip_prefix("sm_").or_else(|| t.strip_prefix("sm")).unwrap_or(t);
     let parsed = match t.split_once('.') {
-        Some((major, minor)) => major
-            .parse::<u32>()
-            .ok()
-            .zip(minor.parse::<u32>().ok().filter(|&m| m < 10))
-            .map(|(a, b)| a * 10 + b),
+        Some((major, minor)) => major.parse::<u32>().ok().zip(minor.parse::<u32>().ok().filter(|&m| m < 10)).map(|(a, b)| a * 10 + b),
         None => t.parse::<u32>().ok(),
     };
-    parsed
-        .filter(|&v| v >= 10)
-        .ok_or_else(|| format!("'{s}' is not a compute capability (e.g. sm86, 86 or 8.6)"))
+    parsed.filter(|&v| v >= 10).ok_or_else(|| format!("'{s}' is not a compute capability (e.g. sm86, 86 or 8.6)"))
 }
 
 impl Args {
     fn shapes(&self) -> ShapeFlags {
-        ShapeFlags {
-            min: self.min_shapes.clone(),
-            opt: self.opt_shapes.clone(),
-            max: self.max_shapes.clone(),
-        }
+        ShapeFlags { min: self.min_shapes.clone(), opt: self.opt_shapes.clone(), max: self.max_shapes.clone() }
     }
 
     fn precision_flag(&self) -> Option<&'static str> {
-        [
-            (self.fp16, "--fp16"),
-            (self.bf16, "--bf16"),
-            (self.int8, "--int8"),
-        ]
-        .into_iter()
-        .find(|(on, _)| *on)
-        .map(|(_, f)| f)
+        [(self.fp16, "--fp16"), (self.bf16, "--bf16"), (self.int8, "--int8")].into_iter().find(|(on, _)| *on).map(|(_, f)| f)
     }
 }
 
@@ -154,11 +134,7 @@ fn check_precision_flag(_args: &Args) -> Result<()> {
 
 /// TensorRT 10.x: set the flag, for a network that is not strongly typed.
 #[cfg(trt_weakly_typed)]
-fn apply_precision(
-    args: &Args,
-    _network: &Network<'_>,
-    config: &mut BuilderConfig<'_>,
-) -> Result<()> {
+fn apply_precision(args: &Args, _network: &Network<'_>, config: &mut BuilderConfig<'_>) -> Result<()> {
     use trt::AllowedPrecision as P;
     // `run` parsed the model weakly typed because a precision flag was given.
     let Some(flag) = args.precision_flag() else {
@@ -174,11 +150,7 @@ fn apply_precision(
 }
 
 #[cfg(not(trt_weakly_typed))]
-fn apply_precision(
-    _args: &Args,
-    _network: &Network<'_>,
-    _config: &mut BuilderConfig<'_>,
-) -> Result<()> {
+fn apply_precision(_args: &Args, _network: &Network<'_>, _config: &mut BuilderConfig<'_>) -> Result<()> {
     Ok(()) // refused up front by check_precision_flag
 }
 
@@ -200,11 +172,9 @@ fn set_targets(_config: &mut BuilderConfig<'_>, _targets: &[u32]) -> Result<()> 
 /// name the model.
 pub fn explain(model: &Path, network: &Network<'_>, e: trt::Error) -> CliError {
     match e {
-        trt::Error::MissingProfile { inputs } => CliError::new(shapes::missing_shapes_message(
-            &model.display().to_string(),
-            &inputs,
-            &network.inputs(),
-        )),
+        trt::Error::MissingProfile { inputs } => {
+            CliError::new(shapes::missing_shapes_message(&model.display().to_string(), &inputs, &network.inputs()))
+        }
         other => naming(model, other),
     }
 }
@@ -225,15 +195,9 @@ fn parse<'b>(builder: &'b Builder, args: &Args, weakly_typed: bool) -> Result<tr
 /// `trt build`.
 pub fn run(args: Args) -> Result<()> {
     check_precision_flag(&args)?;
-    let output = args
-        .output
-        .clone()
-        .unwrap_or_else(|| args.model.with_extension("plan"));
+    let output = args.output.clone().unwrap_or_else(|| args.model.with_extension("plan"));
     if output == args.model {
-        return Err(CliError::new(format!(
-            "the plan would overwrite the model {}; give -o PLAN",
-            args.model.display()
-        )));
+        return Err(CliError::new(format!("the plan would overwrite the model {}; give -o PLAN", args.model.display())));
     }
     let builder = Builder::new()?;
     // A precision flag asks TensorRT 10.x to pick per layer, which needs a weakly
@@ -243,11 +207,9 @@ pub fn run(args: Args) -> Result<()> {
     let mut config = builder.config()?;
     apply_precision(&args, &network, &mut config)?;
     if let Some(mib) = args.workspace {
-        let bytes = mib.checked_mul(1 << 20).ok_or_else(|| {
-            CliError::new(format!(
-                "--workspace {mib} MiB is more than this machine can address"
-            ))
-        })?;
+        let bytes = mib
+            .checked_mul(1 << 20)
+            .ok_or_else(|| CliError::new(format!("--workspace {mib} MiB is more than this machine can address")))?;
         config.set_workspace(bytes)?;
     }
     if let Some(level) = args.opt_level {
@@ -258,8 +220,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let inputs = network.inputs();
     if let Some(spec) = args.shapes().profile(&inputs)? {
-        spec.validate(&inputs)
-            .map_err(|e| explain(&args.model, &network, e))?;
+        spec.validate(&inputs).map_err(|e| explain(&args.model, &network, e))?;
         config.add_profile(spec).about(&args.model)?;
     }
     let cache_read = match &args.timing_cache {
@@ -271,41 +232,21 @@ pub fn run(args: Args) -> Result<()> {
     }
 
     let started = Instant::now();
-    let plan = builder
-        .build(&network, &config)
-        .map_err(|e| explain(&args.model, &network, e))?;
+    let plan = builder.build(&network, &config).map_err(|e| explain(&args.model, &network, e))?;
     let seconds = started.elapsed().as_secs_f64();
     plan.save(&output)?;
     let cache_written = match (&args.timing_cache, config.timing_cache()) {
         (Some(path), Some(cache)) => {
             cache.save(path)?;
-            Some(
-                std::fs::metadata(path)
-                    .map(|m| m.len() as usize)
-                    .unwrap_or(0),
-            )
+            Some(std::fs::metadata(path).map(|m| m.len() as usize).unwrap_or(0))
         }
         _ => None,
     };
 
-    let mut s = format!(
-        "built {} -> {} in {seconds:.2} s\n",
-        args.model.display(),
-        output.display()
-    );
-    s.push_str(&format!(
-        "  TensorRT      {}\n",
-        builder.library().version()
-    ));
-    s.push_str(&format!(
-        "  plan          {} ({} bytes)\n",
-        output::bytes(plan.len()),
-        plan.len()
-    ));
-    s.push_str(&format!(
-        "  precision     {}\n",
-        precision_note(&args, &network)
-    ));
+    let mut s = format!("built {} -> {} in {seconds:.2} s\n", args.model.display(), output.display());
+    s.push_str(&format!("  TensorRT      {}\n", builder.library().version()));
+    s.push_str(&format!("  plan          {} ({} bytes)\n", output::bytes(plan.len()), plan.len()));
+    s.push_str(&format!("  precision     {}\n", precision_note(&args, &network)));
     if !args.target.is_empty() {
         let t: Vec<String> = args.target.iter().map(|t| format!("sm{t}")).collect();
         s.push_str(&format!("  targets       {}\n", t.join(", ")));
@@ -316,24 +257,12 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(level) = args.opt_level {
         s.push_str(&format!("  opt level     {level}\n"));
     }
-    if let (Some(path), Some(read), Some(written)) = (&args.timing_cache, cache_read, cache_written)
-    {
-        let read = if read == 0 {
-            "new".to_owned()
-        } else {
-            format!("read {}", output::bytes(read))
-        };
-        s.push_str(&format!(
-            "  timing cache  {} ({read}, wrote {})\n",
-            path.display(),
-            output::bytes(written)
-        ));
+    if let (Some(path), Some(read), Some(written)) = (&args.timing_cache, cache_read, cache_written) {
+        let read = if read == 0 { "new".to_owned() } else { format!("read {}", output::bytes(read)) };
+        s.push_str(&format!("  timing cache  {} ({read}, wrote {})\n", path.display(), output::bytes(written)));
     }
     s.push_str(&inspect::network_table(&network, config.profiles().first()).render("  "));
-    s.push_str(&format!(
-        "  layers        {} (network, before optimization)\n",
-        network.layers().len()
-    ));
+    s.push_str(&format!("  layers        {} (network, before optimization)\n", network.layers().len()));
     emit(&s);
     Ok(())
 }
@@ -343,22 +272,12 @@ fn load_timing_cache(config: &mut BuilderConfig<'_>, path: &Path) -> Result<usiz
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => {
-            return Err(CliError::new(format!(
-                "cannot read the timing cache {}: {e}",
-                path.display()
-            )))
-        }
+        Err(e) => return Err(CliError::new(format!("cannot read the timing cache {}: {e}", path.display()))),
     };
-    let cache = config
-        .create_timing_cache(&bytes)
-        .context(|| format!("{} is not a timing cache TensorRT can use", path.display()))?;
-    config.set_timing_cache(cache, false).context(|| {
-        format!(
-            "timing cache {} (made by another TensorRT version or GPU?)",
-            path.display()
-        )
-    })?;
+    let cache = config.create_timing_cache(&bytes).context(|| format!("{} is not a timing cache TensorRT can use", path.display()))?;
+    config
+        .set_timing_cache(cache, false)
+        .context(|| format!("timing cache {} (made by another TensorRT version or GPU?)", path.display()))?;
     Ok(bytes.len())
 }
 
@@ -368,9 +287,7 @@ fn precision_note(args: &Args, network: &Network<'_>) -> String {
             "FP16, converted in memory (strongly typed; LayerNorm/Softmax/reductions FP32)".to_owned()
         }
         Some(flag) => format!("{flag} allowed (weakly typed)"),
-        None if network.is_strongly_typed() => {
-            "from the model's tensor types (strongly typed)".to_owned()
-        }
+        None if network.is_strongly_typed() => "from the model's tensor types (strongly typed)".to_owned(),
         None => "FP32 (weakly typed, no precision flag)".to_owned(),
     }
 }

@@ -50,16 +50,8 @@ pub fn options(fp32_ops: &[String], fp32_nodes: &[String], fp16_io: bool) -> Fp1
 
 /// One line saying what the conversion did.
 pub fn summary(r: &Fp16Report) -> String {
-    let fp32: Vec<String> = r
-        .fp32_nodes
-        .iter()
-        .map(|(op, n)| format!("{op} {n}"))
-        .collect();
-    let fp32 = if fp32.is_empty() {
-        "none".to_string()
-    } else {
-        fp32.join(", ")
-    };
+    let fp32: Vec<String> = r.fp32_nodes.iter().map(|(op, n)| format!("{op} {n}")).collect();
+    let fp32 = if fp32.is_empty() { "none".to_string() } else { fp32.join(", ") };
     format!(
         "{} nodes in FP16, FP32 kept for: {fp32}; {} casts inserted, {} initializers stored as FP16",
         r.fp16_nodes, r.casts, r.fp16_initializers
@@ -69,23 +61,12 @@ pub fn summary(r: &Fp16Report) -> String {
 /// `trt convert`.
 pub fn run(args: Args) -> Result<()> {
     if args.output == args.model {
-        return Err(CliError::new(format!(
-            "the output would overwrite the model {}; give another -o",
-            args.model.display()
-        )));
+        return Err(CliError::new(format!("the output would overwrite the model {}; give another -o", args.model.display())));
     }
     let model = Model::load(&args.model).about(&args.model)?;
-    let (converted, report) = fp16::convert(
-        &model,
-        &options(&args.fp32_op, &args.fp32_node, args.fp16_io),
-    )
-    .about(&args.model)?;
+    let (converted, report) = fp16::convert(&model, &options(&args.fp32_op, &args.fp32_node, args.fp16_io)).about(&args.model)?;
     let storage = if args.external_data {
-        let name = args
-            .output
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = args.output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         WeightStorage::External(PathBuf::from(format!("{name}.data")))
     } else {
         WeightStorage::Auto

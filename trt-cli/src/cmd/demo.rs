@@ -60,10 +60,7 @@ pub fn run(args: Args) -> Result<()> {
         (Some(m), Some(c)) => (m.clone(), c.clone()),
         (m, c) => {
             let deps = locate::deps_with("models/minilm/model.onnx")?;
-            (
-                m.clone().unwrap_or_else(|| deps.join("models/minilm")),
-                c.clone().unwrap_or_else(|| deps.join("cache")),
-            )
+            (m.clone().unwrap_or_else(|| deps.join("models/minilm")), c.clone().unwrap_or_else(|| deps.join("cache")))
         }
     };
     let builder = Builder::new()?;
@@ -119,17 +116,11 @@ pub fn run(args: Args) -> Result<()> {
     for (label, onnx, plan) in &plans {
         match runtime.deserialize(plan.as_bytes()) {
             Ok(engine) => {
-                let (text, _) = inspect::engine_report(
-                    Path::new(&format!("{label} engine")),
-                    plan.len(),
-                    &engine,
-                )?;
+                let (text, _) = inspect::engine_report(Path::new(&format!("{label} engine")), plan.len(), &engine)?;
                 emit(&text);
                 engines.push((label, onnx, engine));
             }
-            Err(e) => emit(&format!(
-                "{label} engine: TensorRT cannot deserialize it on this machine: {e}\n"
-            )),
+            Err(e) => emit(&format!("{label} engine: TensorRT cannot deserialize it on this machine: {e}\n")),
         }
     }
 
@@ -165,7 +156,9 @@ impl Reference {
         let texts = v["texts"].as_array().ok_or_else(|| bad("no texts"))?.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect();
         let rows = |variant: &str, what: &str| -> Result<Vec<Vec<f32>>> {
             let m = v["outputs"][variant][what].as_array().ok_or_else(|| bad(&format!("no {variant} {what}")))?;
-            Ok(m.iter().map(|r| r.as_array().map(|r| r.iter().filter_map(|x| x.as_f64()).map(|x| x as f32).collect()).unwrap_or_default()).collect())
+            Ok(m.iter()
+                .map(|r| r.as_array().map(|r| r.iter().filter_map(|x| x.as_f64()).map(|x| x as f32).collect()).unwrap_or_default())
+                .collect())
         };
         let (mut logits, mut embeddings) = (Vec::new(), Vec::new());
         for variant in ["fp32", "fp16"] {
@@ -198,7 +191,11 @@ fn run_variant(variant: &str, backend: Arc<dyn Backend>, folder: &ModelFolder, r
     let embeddings = embedder.embed(texts)?;
     let short = |t: &str| {
         let s: String = t.chars().take(48).collect();
-        if s.len() < t.len() { format!("{s}...") } else { s }
+        if s.len() < t.len() {
+            format!("{s}...")
+        } else {
+            s
+        }
     };
     let mut out = String::new();
     for (i, (t, p)) in texts.iter().zip(&predictions).enumerate() {

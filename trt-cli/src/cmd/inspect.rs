@@ -35,12 +35,7 @@ enum Kind {
 }
 
 fn kind(path: &Path) -> Kind {
-    match path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
+    match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
         Some("onnx") => Kind::Onnx,
         Some("plan" | "engine" | "trt") => Kind::Plan,
         _ => Kind::Unknown,
@@ -54,8 +49,7 @@ pub fn run(args: Args) -> Result<()> {
         Kind::Onnx => onnx(path)?,
         Kind::Plan => plan(path)?,
         Kind::Unknown => {
-            std::fs::metadata(path)
-                .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
+            std::fs::metadata(path).map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
             match onnx(path) {
                 Ok(r) => r,
                 Err(as_onnx) => plan(path).map_err(|as_plan| {
@@ -68,10 +62,7 @@ pub fn run(args: Args) -> Result<()> {
         }
     };
     if args.json {
-        emit(&format!(
-            "{}\n",
-            serde_json::to_string_pretty(&doc).expect("JSON values serialize")
-        ));
+        emit(&format!("{}\n", serde_json::to_string_pretty(&doc).expect("JSON values serialize")));
     } else {
         emit(&text);
     }
@@ -79,11 +70,7 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 /// An I/O table of network tensors, with the profile's min/opt/max per input when given.
-pub fn io_table(
-    inputs: &[TensorInfo],
-    outputs: &[TensorInfo],
-    profile: Option<&ProfileSpec>,
-) -> Table {
+pub fn io_table(inputs: &[TensorInfo], outputs: &[TensorInfo], profile: Option<&ProfileSpec>) -> Table {
     let mut headers = vec!["tensor", "mode", "dtype", "shape"];
     if profile.is_some() {
         headers.extend(["min", "opt", "max"]);
@@ -91,18 +78,9 @@ pub fn io_table(
     let mut table = Table::new(&headers);
     for (mode, list) in [("input", inputs), ("output", outputs)] {
         for t in list {
-            let mut row = vec![
-                t.name.clone(),
-                mode.to_owned(),
-                t.dtype.to_string(),
-                output::shape(&t.dims),
-            ];
+            let mut row = vec![t.name.clone(), mode.to_owned(), t.dtype.to_string(), output::shape(&t.dims)];
             if let Some(r) = profile.and_then(|p| p.ranges.get(&t.name)) {
-                row.extend([
-                    output::dims(&r.min),
-                    output::dims(&r.opt),
-                    output::dims(&r.max),
-                ]);
+                row.extend([output::dims(&r.min), output::dims(&r.opt), output::dims(&r.max)]);
             }
             table.row(row);
         }
@@ -140,29 +118,18 @@ impl OnnxInfo {
     /// Parse `path` (errors name the file).
     pub fn parse(builder: &Builder, path: &Path) -> Result<Self> {
         let network = OnnxParser::parse_file(builder, path)?;
-        Ok(OnnxInfo {
-            inputs: network.inputs(),
-            outputs: network.outputs(),
-            layers: network.layers().len(),
-        })
+        Ok(OnnxInfo { inputs: network.inputs(), outputs: network.outputs(), layers: network.layers().len() })
     }
 
     /// The names of the dynamic inputs.
     pub fn dynamic_inputs(&self) -> Vec<&str> {
-        self.inputs
-            .iter()
-            .filter(|i| i.is_dynamic())
-            .map(|i| i.name.as_str())
-            .collect()
+        self.inputs.iter().filter(|i| i.is_dynamic()).map(|i| i.name.as_str()).collect()
     }
 
     /// The I/O table (with the profile's ranges when given) and the layer count.
     pub fn text(&self, profile: Option<&ProfileSpec>) -> String {
         let mut text = io_table(&self.inputs, &self.outputs, profile).render("  ");
-        text.push_str(&format!(
-            "  layers  {} (network, before optimization)\n",
-            self.layers
-        ));
+        text.push_str(&format!("  layers  {} (network, before optimization)\n", self.layers));
         text
     }
 }
@@ -172,20 +139,12 @@ pub fn onnx(path: &Path) -> Result<(String, Value)> {
     let builder = Builder::new()?;
     let info = OnnxInfo::parse(&builder, path)?;
     let version = builder.library().version().to_string();
-    let text = format!(
-        "ONNX model {} (parsed by {version})\n{}",
-        path.display(),
-        info.text(None)
-    );
+    let text = format!("ONNX model {} (parsed by {version})\n{}", path.display(), info.text(None));
     let tensors: Vec<Value> = info
         .inputs
         .iter()
         .map(|t| tensor_json(&t.name, "input", t.dtype, &t.dims))
-        .chain(
-            info.outputs
-                .iter()
-                .map(|t| tensor_json(&t.name, "output", t.dtype, &t.dims)),
-        )
+        .chain(info.outputs.iter().map(|t| tensor_json(&t.name, "output", t.dtype, &t.dims)))
         .collect();
     let doc = json!({
         "file": path.display().to_string(),
@@ -212,13 +171,7 @@ pub fn engine_report(path: &Path, plan_bytes: usize, engine: &Engine) -> Result<
     let layer_info: Value = serde_json::from_str(&layer_info).unwrap_or(Value::String(layer_info));
     let profiles = engine.num_profiles();
 
-    let mut headers = vec![
-        "tensor".to_owned(),
-        "mode".into(),
-        "dtype".into(),
-        "shape".into(),
-        "format".into(),
-    ];
+    let mut headers = vec!["tensor".to_owned(), "mode".into(), "dtype".into(), "shape".into(), "format".into()];
     headers.extend((0..profiles).map(|p| format!("profile {p} min / opt / max")));
     let mut table = Table::new(&headers.iter().map(String::as_str).collect::<Vec<_>>());
     let mut tensors = Vec::new();
@@ -227,21 +180,8 @@ pub fn engine_report(path: &Path, plan_bytes: usize, engine: &Engine) -> Result<
             IoMode::Input => "input",
             IoMode::Output => "output",
         };
-        let mut row = vec![
-            t.name.clone(),
-            mode.to_owned(),
-            t.dtype.to_string(),
-            output::shape(&t.shape),
-            t.format.clone(),
-        ];
-        row.extend(t.profiles.iter().map(|r| {
-            format!(
-                "{} / {} / {}",
-                output::dims(&r.min),
-                output::dims(&r.opt),
-                output::dims(&r.max)
-            )
-        }));
+        let mut row = vec![t.name.clone(), mode.to_owned(), t.dtype.to_string(), output::shape(&t.shape), t.format.clone()];
+        row.extend(t.profiles.iter().map(|r| format!("{} / {} / {}", output::dims(&r.min), output::dims(&r.opt), output::dims(&r.max))));
         table.row(row);
         let mut j = tensor_json(&t.name, mode, t.dtype, &t.shape);
         let fields = j.as_object_mut().expect("tensor_json is an object");
@@ -249,20 +189,13 @@ pub fn engine_report(path: &Path, plan_bytes: usize, engine: &Engine) -> Result<
         fields.insert("shape_tensor".into(), json!(t.is_shape_tensor));
         fields.insert(
             "profiles".into(),
-            json!(t
-                .profiles
-                .iter()
-                .map(|r| json!({"min": r.min, "opt": r.opt, "max": r.max}))
-                .collect::<Vec<_>>()),
+            json!(t.profiles.iter().map(|r| json!({"min": r.min, "opt": r.opt, "max": r.max})).collect::<Vec<_>>()),
         );
         tensors.push(j);
     }
     let mut text = format!("plan {} ({})\n", path.display(), output::bytes(plan_bytes));
     text.push_str(&table.render("  "));
-    text.push_str(&format!(
-        "  profiles       {profiles}\n  device memory  {}\n  layers         {layers}\n",
-        output::bytes(device_memory)
-    ));
+    text.push_str(&format!("  profiles       {profiles}\n  device memory  {}\n  layers         {layers}\n", output::bytes(device_memory)));
     text.push_str("  layer information (engine inspector):\n");
     let pretty = serde_json::to_string_pretty(&layer_info).expect("JSON values serialize");
     for line in pretty.lines() {

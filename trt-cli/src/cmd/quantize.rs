@@ -71,10 +71,7 @@ pub struct Args {
 /// `trt quantize`.
 pub fn run(args: Args) -> Result<()> {
     if args.output == args.model {
-        return Err(CliError::new(format!(
-            "the output would overwrite the model {}; give another -o",
-            args.model.display()
-        )));
+        return Err(CliError::new(format!("the output would overwrite the model {}; give another -o", args.model.display())));
     }
     let texts = read_texts(&args.calibration)?;
     let (mut calib, mut held) = (Vec::new(), Vec::new());
@@ -94,10 +91,7 @@ pub fn run(args: Args) -> Result<()> {
         )));
     }
     let model = Model::load(&args.model).about(&args.model)?;
-    let session = SessionOptions {
-        intra_threads: args.threads,
-        ..SessionOptions::default()
-    };
+    let session = SessionOptions { intra_threads: args.threads, ..SessionOptions::default() };
     let inputs: Vec<String> = Session::from_bytes(&model.to_bytes().about(&args.model)?, &session)
         .about(&args.model)?
         .inputs()
@@ -113,15 +107,10 @@ pub fn run(args: Args) -> Result<()> {
     options.exclude = args.exclude.clone();
     options.target_cosine = args.target_cosine;
     options.target_agreement = args.target_agreement;
-    options.float = if args.fp32 {
-        FloatPrecision::Fp32
-    } else {
-        FloatPrecision::Fp16
-    };
+    options.float = if args.fp32 { FloatPrecision::Fp32 } else { FloatPrecision::Fp16 };
     options.session = session;
     let (out, report) = quantize::quantize(&model, &calib, &held, &options).about(&args.model)?;
-    out.save(&args.output, &WeightStorage::Auto)
-        .about(&args.output)?;
+    out.save(&args.output, &WeightStorage::Auto).about(&args.output)?;
     let int8 = report.layers.iter().filter(|(_, q)| *q).count();
     println!(
         "{}: {int8} of {} weighted MatMuls in INT8 ({:.1}% of their FLOPs), calibrator {:?}, smoothing {}",
@@ -149,12 +138,7 @@ pub fn run(args: Args) -> Result<()> {
         // Scales of the original model's tensors: the implicit path builds that model, unsmoothed.
         let text = cache::calibration_cache(&report.original_amax, cache::DEFAULT_VERSION);
         std::fs::write(path, text).about(path)?;
-        println!(
-            "  calibration cache: {} ({} tensors of {})",
-            path.display(),
-            report.original_amax.len(),
-            args.model.display()
-        );
+        println!("  calibration cache: {} ({} tensors of {})", path.display(), report.original_amax.len(), args.model.display());
     }
     Ok(())
 }

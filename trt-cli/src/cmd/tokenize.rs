@@ -65,20 +65,11 @@ impl Tokenizer {
             Some(n) => TokenizerPipeline::builder(n).truncation(Truncation::Truncate),
             None => TokenizerPipeline::builder(UNLIMITED).truncation(Truncation::Reject),
         };
-        let pipeline = builder
-            .padding(Padding::Longest)
-            .from_file(path)
-            .map_err(|e| match (e, max_len) {
-                (e @ trt_nlp::Error::InvalidConfig(_), Some(n)) => {
-                    CliError::new(format!("--max-len {n}: {e}"))
-                }
-                (e, _) => e.into(),
-            })?;
-        Ok(Tokenizer {
-            pipeline,
-            ids: Vec::new(),
-            mask: Vec::new(),
-        })
+        let pipeline = builder.padding(Padding::Longest).from_file(path).map_err(|e| match (e, max_len) {
+            (e @ trt_nlp::Error::InvalidConfig(_), Some(n)) => CliError::new(format!("--max-len {n}: {e}")),
+            (e, _) => e.into(),
+        })?;
+        Ok(Tokenizer { pipeline, ids: Vec::new(), mask: Vec::new() })
     }
 
     /// Tokenize a chunk of texts.
@@ -124,10 +115,7 @@ impl Tokenizer {
 
 /// Texts from the arguments, or stdin lines in chunks (one at a time when a
 /// person is typing), handed to `each`.
-pub fn for_each_chunk(
-    texts: &[String],
-    mut each: impl FnMut(&[String]) -> Result<()>,
-) -> Result<()> {
+pub fn for_each_chunk(texts: &[String], mut each: impl FnMut(&[String]) -> Result<()>) -> Result<()> {
     if !texts.is_empty() {
         return each(texts);
     }
@@ -135,8 +123,7 @@ pub fn for_each_chunk(
     let chunk_size = if stdin.is_terminal() { 1 } else { 256 };
     let mut chunk = Vec::with_capacity(chunk_size);
     for (n, line) in stdin.lock().lines().enumerate() {
-        let line =
-            line.map_err(|e| CliError::new(format!("cannot read line {} of stdin: {e}", n + 1)))?;
+        let line = line.map_err(|e| CliError::new(format!("cannot read line {} of stdin: {e}", n + 1)))?;
         chunk.push(line.strip_suffix('\r').map(str::to_owned).unwrap_or(line));
         if chunk.len() == chunk_size {
             each(&chunk)?;
@@ -157,9 +144,7 @@ pub fn run(args: Args) -> Result<()> {
         for t in tokenizer.encode(chunk)? {
             // Written by hand to keep input_ids first (serde_json's maps are sorted).
             let (ids, mask) = (Value::from(t.input_ids), Value::from(t.attention_mask));
-            out.push_str(&format!(
-                "{{\"input_ids\":{ids},\"attention_mask\":{mask}}}\n"
-            ));
+            out.push_str(&format!("{{\"input_ids\":{ids},\"attention_mask\":{mask}}}\n"));
         }
         emit(&out);
         Ok(())

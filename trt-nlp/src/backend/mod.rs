@@ -26,8 +26,8 @@ pub mod onnxruntime;
 mod select;
 pub mod tensorrt;
 
-pub use select::{open, BackendChoice, BackendOptions};
 pub(crate) use select::is_plan;
+pub use select::{open, BackendChoice, BackendOptions};
 
 /// One model output, borrowed from the backend's buffers for the duration of
 /// a [`Backend::run`] read callback.

@@ -58,10 +58,9 @@ pub struct BackendOptions {
 pub fn open(model: &Path, choice: BackendChoice, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
     let plan = is_plan(model);
     match (choice, plan) {
-        (BackendChoice::OnnxRuntime, true) => Err(Error::InvalidConfig(format!(
-            "{} is a TensorRT plan; ONNX Runtime runs ONNX files",
-            model.display()
-        ))),
+        (BackendChoice::OnnxRuntime, true) => {
+            Err(Error::InvalidConfig(format!("{} is a TensorRT plan; ONNX Runtime runs ONNX files", model.display())))
+        }
         (BackendChoice::OnnxRuntime, false) => onnxruntime(model, options),
         (_, true) | (BackendChoice::TensorRt, false) => {
             let backend = tensorrt(model, plan, options)?;
@@ -91,11 +90,7 @@ fn tensorrt(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dy
         return Err(Error::BackendUnavailable { backend: "TensorRT", reason: "no CUDA driver found".into() });
     }
     let device = Device::new(0)?;
-    let bytes = if plan {
-        SerializedEngine::load(model)?
-    } else {
-        build_plan(model, options)?
-    };
+    let bytes = if plan { SerializedEngine::load(model)? } else { build_plan(model, options)? };
     let engine = Runtime::new()?.deserialize_on(bytes.as_bytes(), &device)?;
     let contexts = if options.contexts == 0 { options.onnxruntime.sessions.max(1) } else { options.contexts };
     Ok(Arc::new(TensorRtBackend::new(&engine, &device, contexts)?))

@@ -108,7 +108,8 @@ pub(crate) fn decide(
 /// row alone always passes the floor).
 fn admits(config: &BatchingConfig, padded_len: &dyn Fn(usize) -> usize, longest: usize, rows: usize, real: usize) -> bool {
     let padded = padded_len(longest).saturating_mul(rows);
-    config.max_batch_tokens.is_none_or(|b| padded <= b) && (rows == 1 || real as f64 >= f64::from(config.min_padding_efficiency) * padded as f64)
+    config.max_batch_tokens.is_none_or(|b| padded <= b)
+        && (rows == 1 || real as f64 >= f64::from(config.min_padding_efficiency) * padded as f64)
 }
 
 /// `(longest, rows, real tokens)`: whether a batch of that shape is allowed.

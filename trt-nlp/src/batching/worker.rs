@@ -25,7 +25,13 @@ type RowOutputs = Vec<(String, ArrayD<f32>)>;
 /// Runs `items` as one batch and completes (or fails) their requests;
 /// `backend_done` runs once the backend is free again (also when every row
 /// was cancelled), before the rows are handed out.
-pub(crate) fn run_batch(backend: &dyn Backend, pipeline: &TokenizerPipeline, metrics: &Metrics, items: Vec<Item>, backend_done: &mut dyn FnMut()) {
+pub(crate) fn run_batch(
+    backend: &dyn Backend,
+    pipeline: &TokenizerPipeline,
+    metrics: &Metrics,
+    items: Vec<Item>,
+    backend_done: &mut dyn FnMut(),
+) {
     // Cancelled since the cut: skipped, not computed.
     let live: Vec<Item> = items.into_iter().filter(|it| !it.request.is_finished()).collect();
     let Some(shortest) = live.iter().min_by_key(|it| it.len) else {
@@ -57,20 +63,26 @@ pub(crate) fn run_batch(backend: &dyn Backend, pipeline: &TokenizerPipeline, met
             metrics.record_batch(live.len(), real, live.len() * seq_len, compute);
             for (item, outputs) in live.iter().zip(per_row) {
                 metrics.queue_time.record(started.saturating_duration_since(item.request.submitted));
-                item.request.complete_row(item.row, RowResult {
-                    outputs,
-                    length: item.len,
-                    truncated: item.request.rows[item.row].truncated(),
-                    batch_size: live.len(),
-                    queue_time: started.saturating_duration_since(item.request.submitted),
-                    compute_time: compute,
-                });
+                item.request.complete_row(
+                    item.row,
+                    RowResult {
+                        outputs,
+                        length: item.len,
+                        truncated: item.request.rows[item.row].truncated(),
+                        batch_size: live.len(),
+                        queue_time: started.saturating_duration_since(item.request.submitted),
+                        compute_time: compute,
+                    },
+                );
             }
         }
-        Ok(Ok(())) => fail_all(&live, RequestError::Backend(Arc::new(Error::InvalidConfig(format!(
-            "the backend returned without reading the outputs of a batch of {} rows",
-            live.len()
-        ))))),
+        Ok(Ok(())) => fail_all(
+            &live,
+            RequestError::Backend(Arc::new(Error::InvalidConfig(format!(
+                "the backend returned without reading the outputs of a batch of {} rows",
+                live.len()
+            )))),
+        ),
         Ok(Err(e)) => fail_all(&live, RequestError::Backend(Arc::new(e))),
         Err(panic) => {
             let message = panic

@@ -46,9 +46,7 @@ impl Labels {
 
     /// Labels named in order: the first is class 0.
     pub fn from_names<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Self {
-        Self {
-            names: names.into_iter().map(Into::into).enumerate().collect(),
-        }
+        Self { names: names.into_iter().map(Into::into).enumerate().collect() }
     }
 
     /// The name of class `index`.
@@ -97,11 +95,7 @@ pub struct Prediction {
 /// assert_eq!(top[0][0].label, "LABEL_1");
 /// assert_eq!(top[0][1].index, 2);
 /// ```
-pub fn top_k<T: FloatElement>(
-    scores: ArrayView2<'_, T>,
-    k: usize,
-    labels: &Labels,
-) -> Vec<Vec<Prediction>> {
+pub fn top_k<T: FloatElement>(scores: ArrayView2<'_, T>, k: usize, labels: &Labels) -> Vec<Vec<Prediction>> {
     scores
         .axis_iter(Axis(0))
         .map(|row| {
@@ -125,13 +119,7 @@ pub fn top_k<T: FloatElement>(
                 idx.truncate(k);
             }
             idx.sort_unstable_by(order);
-            idx.into_iter()
-                .map(|i| Prediction {
-                    index: i,
-                    label: labels.name(i).into_owned(),
-                    score: score(i),
-                })
-                .collect()
+            idx.into_iter().map(|i| Prediction { index: i, label: labels.name(i).into_owned(), score: score(i) }).collect()
         })
         .collect()
 }
@@ -151,12 +139,6 @@ mod tests {
     #[test]
     fn ties_go_to_the_lower_index() {
         let s = ndarray::array![[3.0f32, 3.0, 3.0]];
-        assert_eq!(
-            top_k(s.view(), 2, &Labels::default())[0]
-                .iter()
-                .map(|p| p.index)
-                .collect::<Vec<_>>(),
-            [0, 1]
-        );
+        assert_eq!(top_k(s.view(), 2, &Labels::default())[0].iter().map(|p| p.index).collect::<Vec<_>>(), [0, 1]);
     }
 }

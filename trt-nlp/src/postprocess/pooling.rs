@@ -37,28 +37,16 @@ impl Pooling {
     pub fn from_config_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let c: StPoolingConfig = super::read_json_config(path)?;
-        match (
-            c.pooling_mode_mean_tokens,
-            c.pooling_mode_cls_token,
-            c.pooling_mode_max_tokens,
-            c.pooling_mode_mean_sqrt_len_tokens,
-        ) {
+        match (c.pooling_mode_mean_tokens, c.pooling_mode_cls_token, c.pooling_mode_max_tokens, c.pooling_mode_mean_sqrt_len_tokens) {
             (true, false, false, false) => Ok(Self::Mean),
             (false, true, false, false) => Ok(Self::Cls),
-            _ => Err(Error::InvalidConfig(format!(
-                "{}: only a single mean or CLS pooling mode is supported",
-                path.display()
-            ))),
+            _ => Err(Error::InvalidConfig(format!("{}: only a single mean or CLS pooling mode is supported", path.display()))),
         }
     }
 
     /// Pools `hidden` (`[batch, seq, dim]`) under `mask` (`[batch, seq]`; CLS
     /// pooling checks its shape but does not read it).
-    pub fn pool<T: FloatElement, M: MaskElement>(
-        self,
-        hidden: ArrayView3<'_, T>,
-        mask: ArrayView2<'_, M>,
-    ) -> Result<Array2<f32>> {
+    pub fn pool<T: FloatElement, M: MaskElement>(self, hidden: ArrayView3<'_, T>, mask: ArrayView2<'_, M>) -> Result<Array2<f32>> {
         check_mask(&hidden, &mask)?;
         match self {
             Self::Mean => mean_pool(hidden, mask),
@@ -90,29 +78,21 @@ fn check_mask<T, M>(hidden: &ArrayView3<'_, T>, mask: &ArrayView2<'_, M>) -> Res
 /// assert_eq!(trt_nlp::mean_pool(hidden.view(), mask.view())?, array![[2.0f32, 3.0]]);
 /// # Ok::<(), trt_nlp::Error>(())
 /// ```
-pub fn mean_pool<T: FloatElement, M: MaskElement>(
-    hidden: ArrayView3<'_, T>,
-    mask: ArrayView2<'_, M>,
-) -> Result<Array2<f32>> {
+pub fn mean_pool<T: FloatElement, M: MaskElement>(hidden: ArrayView3<'_, T>, mask: ArrayView2<'_, M>) -> Result<Array2<f32>> {
     check_mask(&hidden, &mask)?;
     let (b, _, dim) = hidden.dim();
     let mut out = Array2::<f32>::zeros((b, dim));
-    Zip::from(out.rows_mut())
-        .and(hidden.outer_iter())
-        .and(mask.outer_iter())
-        .for_each(|mut acc, states, mask| {
-            let mut count = 0.0f32;
-            for (state, &m) in states.outer_iter().zip(mask.iter()) {
-                if m.is_token() {
-                    Zip::from(&mut acc)
-                        .and(&state)
-                        .for_each(|a, &x| *a += x.to_f32());
-                    count += 1.0;
-                }
+    Zip::from(out.rows_mut()).and(hidden.outer_iter()).and(mask.outer_iter()).for_each(|mut acc, states, mask| {
+        let mut count = 0.0f32;
+        for (state, &m) in states.outer_iter().zip(mask.iter()) {
+            if m.is_token() {
+                Zip::from(&mut acc).and(&state).for_each(|a, &x| *a += x.to_f32());
+                count += 1.0;
             }
-            let count = count.max(1e-9);
-            acc.mapv_inplace(|a| a / count);
-        });
+        }
+        let count = count.max(1e-9);
+        acc.mapv_inplace(|a| a / count);
+    });
     Ok(out)
 }
 
@@ -121,11 +101,7 @@ pub fn mean_pool<T: FloatElement, M: MaskElement>(
 pub fn cls_pool<T: FloatElement>(hidden: ArrayView3<'_, T>) -> Result<Array2<f32>> {
     let (b, s, dim) = hidden.dim();
     if s == 0 {
-        return Err(Error::Shape {
-            what: "hidden states need a first position",
-            expected: vec![b, 1, dim],
-            got: vec![b, s, dim],
-        });
+        return Err(Error::Shape { what: "hidden states need a first position", expected: vec![b, 1, dim], got: vec![b, s, dim] });
     }
     Ok(hidden.index_axis(Axis(1), 0).mapv(T::to_f32))
 }

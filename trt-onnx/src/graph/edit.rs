@@ -68,14 +68,7 @@ impl Names {
             used.extend(n.input.iter().chain(&n.output).cloned());
         }
         used.extend(graph.initializer.iter().filter_map(|t| t.name.clone()));
-        used.extend(
-            graph
-                .input
-                .iter()
-                .chain(&graph.output)
-                .chain(&graph.value_info)
-                .filter_map(|v| v.name.clone()),
-        );
+        used.extend(graph.input.iter().chain(&graph.output).chain(&graph.value_info).filter_map(|v| v.name.clone()));
         Names { used }
     }
 
@@ -93,13 +86,7 @@ impl Names {
 }
 
 /// A single-input, single-output node.
-pub fn node(
-    op: &str,
-    name: String,
-    inputs: Vec<String>,
-    output: String,
-    attrs: Vec<super::proto::AttributeProto>,
-) -> NodeProto {
+pub fn node(op: &str, name: String, inputs: Vec<String>, output: String, attrs: Vec<super::proto::AttributeProto>) -> NodeProto {
     NodeProto {
         op_type: Some(op.to_string()),
         name: Some(name),
@@ -140,10 +127,8 @@ pub fn topological_sort(graph: &mut GraphProto) -> Result<()> {
         }
     }
     // A min-heap on the original position keeps the order stable.
-    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..n)
-        .filter(|&i| pending[i] == 0)
-        .map(std::cmp::Reverse)
-        .collect();
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> =
+        (0..n).filter(|&i| pending[i] == 0).map(std::cmp::Reverse).collect();
     let mut order = Vec::with_capacity(n);
     while let Some(std::cmp::Reverse(i)) = ready.pop() {
         order.push(i);
@@ -155,18 +140,10 @@ pub fn topological_sort(graph: &mut GraphProto) -> Result<()> {
         }
     }
     if order.len() != n {
-        let stuck = (0..n)
-            .find(|&i| pending[i] > 0)
-            .map(|i| graph.node[i].name.clone().unwrap_or_default());
-        return Err(Error::Graph(format!(
-            "the nodes form a cycle (through '{}')",
-            stuck.unwrap_or_default()
-        )));
+        let stuck = (0..n).find(|&i| pending[i] > 0).map(|i| graph.node[i].name.clone().unwrap_or_default());
+        return Err(Error::Graph(format!("the nodes form a cycle (through '{}')", stuck.unwrap_or_default())));
     }
-    let mut old: Vec<Option<NodeProto>> = std::mem::take(&mut graph.node)
-        .into_iter()
-        .map(Some)
-        .collect();
+    let mut old: Vec<Option<NodeProto>> = std::mem::take(&mut graph.node).into_iter().map(Some).collect();
     graph.node = order.into_iter().filter_map(|i| old[i].take()).collect();
     Ok(())
 }
@@ -176,10 +153,7 @@ pub fn value_info(name: &str, elem_type: i32) -> ValueInfoProto {
     ValueInfoProto {
         name: Some(name.to_string()),
         r#type: Some(TypeProto {
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(elem_type),
-                shape: None,
-            })),
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor { elem_type: Some(elem_type), shape: None })),
             ..Default::default()
         }),
         ..Default::default()
@@ -198,9 +172,7 @@ pub fn expose(graph: &mut GraphProto, names: &[String], types: &ElemTypes) -> Re
         if !ix.producer.contains_key(name) {
             return Err(Error::Graph(format!("no node produces tensor '{name}'")));
         }
-        let t = types.get(name).copied().ok_or_else(|| {
-            Error::Graph(format!("the element type of tensor '{name}' is unknown"))
-        })?;
+        let t = types.get(name).copied().ok_or_else(|| Error::Graph(format!("the element type of tensor '{name}' is unknown")))?;
         graph.output.push(value_info(name, t));
     }
     Ok(())
@@ -209,9 +181,5 @@ pub fn expose(graph: &mut GraphProto, names: &[String], types: &ElemTypes) -> Re
 /// Every tensor produced by a node, in topological order (the candidates
 /// for `--layers`).
 pub fn intermediate_tensors(graph: &GraphProto) -> Vec<String> {
-    graph
-        .node
-        .iter()
-        .flat_map(|n| n.output.iter().filter(|o| !o.is_empty()).cloned())
-        .collect()
+    graph.node.iter().flat_map(|n| n.output.iter().filter(|o| !o.is_empty()).cloned()).collect()
 }

@@ -68,17 +68,12 @@ impl Model {
     /// the file's folder, never outside it).
     pub fn load(path: impl AsRef<Path>) -> Result<Model> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|source| Error::Io {
-            path: path.into(),
-            source,
-        })?;
+        let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.into(), source })?;
         let mut model = Self::decode(Bytes::from(bytes), &path.display().to_string())?;
         let dir = path.parent().unwrap_or(Path::new("."));
         // Each data file is read once; tensors then point into its buffer.
         let mut files = std::collections::HashMap::new();
-        for_each_tensor(model.graph_mut()?, &mut |t| {
-            inline_external(t, dir, &mut files)
-        })?;
+        for_each_tensor(model.graph_mut()?, &mut |t| inline_external(t, dir, &mut files))?;
         Ok(model)
     }
 
@@ -87,10 +82,7 @@ impl Model {
         let mut model = Self::decode(bytes.into(), "model bytes")?;
         for_each_tensor(model.graph_mut()?, &mut |t| {
             if is_external(t) {
-                return Err(external_error(
-                    t,
-                    "the model was given as bytes, so there is no folder to read it from",
-                ));
+                return Err(external_error(t, "the model was given as bytes, so there is no folder to read it from"));
             }
             Ok(())
         })?;
@@ -98,21 +90,12 @@ impl Model {
     }
 
     fn decode(bytes: Bytes, what: &str) -> Result<Model> {
-        let proto = ModelProto::decode(bytes).map_err(|e| Error::Decode {
-            what: what.to_string(),
-            message: e.to_string(),
-        })?;
+        let proto = ModelProto::decode(bytes).map_err(|e| Error::Decode { what: what.to_string(), message: e.to_string() })?;
         if proto.graph.is_none() {
-            return Err(Error::Decode {
-                what: what.to_string(),
-                message: "no graph".into(),
-            });
+            return Err(Error::Decode { what: what.to_string(), message: "no graph".into() });
         }
         if proto.ir_version.is_none() {
-            return Err(Error::Decode {
-                what: what.to_string(),
-                message: "no ir_version".into(),
-            });
+            return Err(Error::Decode { what: what.to_string(), message: "no ir_version".into() });
         }
         Ok(Model { proto })
     }
@@ -121,27 +104,17 @@ impl Model {
     pub fn graph(&self) -> &GraphProto {
         // decode() refuses models without a graph; a caller that removed it gets an empty one.
         static EMPTY: std::sync::OnceLock<GraphProto> = std::sync::OnceLock::new();
-        self.proto
-            .graph
-            .as_ref()
-            .unwrap_or_else(|| EMPTY.get_or_init(GraphProto::default))
+        self.proto.graph.as_ref().unwrap_or_else(|| EMPTY.get_or_init(GraphProto::default))
     }
 
     /// The main graph, to edit.
     pub fn graph_mut(&mut self) -> Result<&mut GraphProto> {
-        self.proto
-            .graph
-            .as_mut()
-            .ok_or_else(|| Error::Graph("the model has no graph".into()))
+        self.proto.graph.as_mut().ok_or_else(|| Error::Graph("the model has no graph".into()))
     }
 
     /// The version of the default ("" or "ai.onnx") operator set.
     pub fn opset(&self) -> Option<i64> {
-        self.proto
-            .opset_import
-            .iter()
-            .find(|o| matches!(o.domain.as_deref(), None | Some("") | Some("ai.onnx")))
-            .and_then(|o| o.version)
+        self.proto.opset_import.iter().find(|o| matches!(o.domain.as_deref(), None | Some("") | Some("ai.onnx"))).and_then(|o| o.version)
     }
 
     /// The encoded model with every weight inline; fails past protobuf's 2 GiB.
@@ -150,9 +123,7 @@ impl Model {
         if len >= PROTOBUF_LIMIT {
             return Err(Error::Unsupported {
                 operation: "encoding a model",
-                problem: format!(
-                    "{len} bytes is past protobuf's 2 GiB limit; save it with external data"
-                ),
+                problem: format!("{len} bytes is past protobuf's 2 GiB limit; save it with external data"),
             });
         }
         Ok(self.proto.encode_to_vec())
@@ -161,18 +132,12 @@ impl Model {
     /// Writes the model to `path`, weights stored as `storage` says.
     pub fn save(&self, path: impl AsRef<Path>, storage: &WeightStorage) -> Result<()> {
         let path = path.as_ref();
-        let io = |source| Error::Io {
-            path: path.into(),
-            source,
-        };
+        let io = |source| Error::Io { path: path.into(), source };
         let external = match storage {
             WeightStorage::Inline => None,
             WeightStorage::External(p) => Some(p.clone()),
             WeightStorage::Auto if self.proto.encoded_len() >= PROTOBUF_LIMIT => {
-                let name = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 Some(PathBuf::from(format!("{name}.data")))
             }
             WeightStorage::Auto => None,
@@ -190,43 +155,27 @@ impl Model {
         let mut data: Vec<u8> = Vec::new();
         let loc = location.to_string_lossy().replace('\\', "/");
         for_each_tensor(model.graph_mut()?, &mut |t| {
-            let Some(raw) = t
-                .raw_data
-                .as_ref()
-                .filter(|r| r.len() >= EXTERNAL_THRESHOLD)
-            else {
+            let Some(raw) = t.raw_data.as_ref().filter(|r| r.len() >= EXTERNAL_THRESHOLD) else {
                 return Ok(());
             };
             let offset = (data.len() as u64).div_ceil(EXTERNAL_ALIGN) * EXTERNAL_ALIGN;
             data.resize(offset as usize, 0);
             data.extend_from_slice(raw);
-            let entry = |k: &str, v: String| StringStringEntryProto {
-                key: Some(k.into()),
-                value: Some(v),
-            };
-            t.external_data = vec![
-                entry("location", loc.clone()),
-                entry("offset", offset.to_string()),
-                entry("length", raw.len().to_string()),
-            ];
+            let entry = |k: &str, v: String| StringStringEntryProto { key: Some(k.into()), value: Some(v) };
+            t.external_data =
+                vec![entry("location", loc.clone()), entry("offset", offset.to_string()), entry("length", raw.len().to_string())];
             t.data_location = Some(DataLocation::External as i32);
             t.raw_data = None;
             Ok(())
         })?;
-        std::fs::write(&data_path, &data).map_err(|source| Error::Io {
-            path: data_path.clone(),
-            source,
-        })?;
+        std::fs::write(&data_path, &data).map_err(|source| Error::Io { path: data_path.clone(), source })?;
         std::fs::write(path, model.to_bytes()?).map_err(io)
     }
 }
 
 /// Calls `f` on every tensor of the graph that can hold weights: initializers,
 /// and tensor attributes of nodes (Constant), in subgraphs too.
-pub(crate) fn for_each_tensor(
-    graph: &mut GraphProto,
-    f: &mut dyn FnMut(&mut TensorProto) -> Result<()>,
-) -> Result<()> {
+pub(crate) fn for_each_tensor(graph: &mut GraphProto, f: &mut dyn FnMut(&mut TensorProto) -> Result<()>) -> Result<()> {
     for t in &mut graph.initializer {
         f(t)?;
     }
@@ -259,17 +208,8 @@ fn is_external(t: &TensorProto) -> bool {
 }
 
 fn external_error(t: &TensorProto, problem: impl Into<String>) -> Error {
-    let location = t
-        .external_data
-        .iter()
-        .find(|e| e.key.as_deref() == Some("location"))
-        .and_then(|e| e.value.clone())
-        .unwrap_or_default();
-    Error::ExternalData {
-        tensor: t.name.clone().unwrap_or_default(),
-        location,
-        problem: problem.into(),
-    }
+    let location = t.external_data.iter().find(|e| e.key.as_deref() == Some("location")).and_then(|e| e.value.clone()).unwrap_or_default();
+    Error::ExternalData { tensor: t.name.clone().unwrap_or_default(), location, problem: problem.into() }
 }
 
 /// A location must name a file under the model's folder: no absolute paths, no `..`.
@@ -277,10 +217,7 @@ fn check_relative(location: &Path) -> std::result::Result<(), String> {
     if location.as_os_str().is_empty() {
         return Err("empty location".into());
     }
-    if location
-        .components()
-        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
-    {
+    if location.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {
         Ok(())
     } else {
         Err("the location must be a relative path inside the model's folder".into())
@@ -288,11 +225,7 @@ fn check_relative(location: &Path) -> std::result::Result<(), String> {
 }
 
 /// Reads a tensor's external data into `raw_data` and clears the external fields.
-fn inline_external(
-    t: &mut TensorProto,
-    dir: &Path,
-    files: &mut std::collections::HashMap<PathBuf, Bytes>,
-) -> Result<()> {
+fn inline_external(t: &mut TensorProto, dir: &Path, files: &mut std::collections::HashMap<PathBuf, Bytes>) -> Result<()> {
     if !is_external(t) {
         return Ok(());
     }
@@ -300,10 +233,7 @@ fn inline_external(
     let (mut offset, mut length) = (0u64, None);
     for e in &t.external_data {
         let value = e.value.clone().unwrap_or_default();
-        let number = |v: &str| {
-            v.parse::<u64>()
-                .map_err(|_| external_error(t, format!("'{v}' is not a byte count")))
-        };
+        let number = |v: &str| v.parse::<u64>().map_err(|_| external_error(t, format!("'{v}' is not a byte count")));
         match e.key.as_deref() {
             Some("location") => location = Some(value),
             Some("offset") => offset = number(&value)?,
@@ -317,8 +247,7 @@ fn inline_external(
     let all = match files.get(&file) {
         Some(b) => b.clone(),
         None => {
-            let b = std::fs::read(&file)
-                .map_err(|e| external_error(t, format!("cannot read {}: {e}", file.display())))?;
+            let b = std::fs::read(&file).map_err(|e| external_error(t, format!("cannot read {}: {e}", file.display())))?;
             files.entry(file.clone()).or_insert(Bytes::from(b)).clone()
         }
     };
@@ -328,14 +257,7 @@ fn inline_external(
         None => all.len(),
     };
     if start > all.len() || end > all.len() {
-        return Err(external_error(
-            t,
-            format!(
-                "bytes {start}..{end} asked for, but {} has {} bytes",
-                file.display(),
-                all.len()
-            ),
-        ));
+        return Err(external_error(t, format!("bytes {start}..{end} asked for, but {} has {} bytes", file.display(), all.len())));
     }
     t.raw_data = Some(all.slice(start..end));
     t.external_data.clear();

@@ -30,9 +30,7 @@ pub const BOOL: i32 = DataType::Bool as i32;
 
 /// The name ONNX gives an element type code ("FLOAT16"), for messages.
 pub fn type_name(code: i32) -> &'static str {
-    DataType::try_from(code)
-        .map(|d| d.as_str_name())
-        .unwrap_or("UNKNOWN")
+    DataType::try_from(code).map(|d| d.as_str_name()).unwrap_or("UNKNOWN")
 }
 
 /// Whether a code is a floating-point type.
@@ -46,47 +44,23 @@ fn shape(t: &TensorProto) -> Result<(Vec<usize>, usize)> {
     let dims = t
         .dims
         .iter()
-        .map(|&d| {
-            usize::try_from(d).map_err(|_| tensor_error(t, format!("negative dimension {d}")))
-        })
+        .map(|&d| usize::try_from(d).map_err(|_| tensor_error(t, format!("negative dimension {d}"))))
         .collect::<Result<Vec<usize>>>()?;
     // A zero dimension makes the tensor empty, whatever comes before it.
-    let count = if dims.contains(&0) {
-        Some(0)
-    } else {
-        dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
-    }
-    .ok_or_else(|| tensor_error(t, format!("dims {dims:?} hold more elements than memory can")))?;
+    let count = if dims.contains(&0) { Some(0) } else { dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d)) }
+        .ok_or_else(|| tensor_error(t, format!("dims {dims:?} hold more elements than memory can")))?;
     Ok((dims, count))
 }
 
 fn tensor_error(t: &TensorProto, problem: impl Into<String>) -> Error {
-    Error::Tensor {
-        tensor: t.name.clone().unwrap_or_default(),
-        problem: problem.into(),
-    }
+    Error::Tensor { tensor: t.name.clone().unwrap_or_default(), problem: problem.into() }
 }
 
-fn raw_values<const N: usize, T>(
-    t: &TensorProto,
-    raw: &[u8],
-    count: usize,
-    f: impl Fn([u8; N]) -> T,
-) -> Result<Vec<T>> {
+fn raw_values<const N: usize, T>(t: &TensorProto, raw: &[u8], count: usize, f: impl Fn([u8; N]) -> T) -> Result<Vec<T>> {
     if count.checked_mul(N) != Some(raw.len()) {
-        return Err(tensor_error(
-            t,
-            format!(
-                "raw_data has {} bytes, {count} elements need {}",
-                raw.len(),
-                count as u128 * N as u128
-            ),
-        ));
+        return Err(tensor_error(t, format!("raw_data has {} bytes, {count} elements need {}", raw.len(), count as u128 * N as u128)));
     }
-    Ok(raw
-        .chunks_exact(N)
-        .map(|c| f(c.try_into().unwrap_or([0; N])))
-        .collect())
+    Ok(raw.chunks_exact(N).map(|c| f(c.try_into().unwrap_or([0; N]))).collect())
 }
 
 /// The values of a FLOAT, FLOAT16, DOUBLE or BFLOAT16 tensor, as f32.
@@ -99,25 +73,12 @@ pub fn to_f32(t: &TensorProto) -> Result<ArrayD<f32>> {
         (FLOAT, None) => t.float_data.clone(),
         (FLOAT16, Some(r)) => raw_values(t, r, count, |b| f16::from_le_bytes(b).to_f32())?,
         // FLOAT16 and BFLOAT16 without raw_data hold their bits in int32_data.
-        (FLOAT16, None) => t
-            .int32_data
-            .iter()
-            .map(|&b| f16::from_bits(b as u16).to_f32())
-            .collect(),
+        (FLOAT16, None) => t.int32_data.iter().map(|&b| f16::from_bits(b as u16).to_f32()).collect(),
         (BFLOAT16, Some(r)) => raw_values(t, r, count, |b| half::bf16::from_le_bytes(b).to_f32())?,
-        (BFLOAT16, None) => t
-            .int32_data
-            .iter()
-            .map(|&b| half::bf16::from_bits(b as u16).to_f32())
-            .collect(),
+        (BFLOAT16, None) => t.int32_data.iter().map(|&b| half::bf16::from_bits(b as u16).to_f32()).collect(),
         (DOUBLE, Some(r)) => raw_values(t, r, count, |b| f64::from_le_bytes(b) as f32)?,
         (DOUBLE, None) => t.double_data.iter().map(|&v| v as f32).collect(),
-        _ => {
-            return Err(tensor_error(
-                t,
-                format!("expected a float tensor, found {}", type_name(code)),
-            ))
-        }
+        _ => return Err(tensor_error(t, format!("expected a float tensor, found {}", type_name(code)))),
     };
     shaped(t, &dims, count, values)
 }
@@ -134,12 +95,7 @@ pub fn to_i64(t: &TensorProto) -> Result<ArrayD<i64>> {
         (INT8, Some(r)) => raw_values(t, r, count, |b: [u8; 1]| b[0] as i8 as i64)?,
         (UINT8, Some(r)) => raw_values(t, r, count, |b: [u8; 1]| b[0] as i64)?,
         (INT32 | INT8 | UINT8, None) => t.int32_data.iter().map(|&v| v as i64).collect(),
-        _ => {
-            return Err(tensor_error(
-                t,
-                format!("expected an integer tensor, found {}", type_name(code)),
-            ))
-        }
+        _ => return Err(tensor_error(t, format!("expected an integer tensor, found {}", type_name(code)))),
     };
     shaped(t, &dims, count, values)
 }
@@ -164,24 +120,12 @@ fn make(name: &str, code: i32, dims: &[usize], raw: Vec<u8>) -> TensorProto {
 
 /// A FLOAT tensor.
 pub fn from_f32(name: &str, a: &ArrayD<f32>) -> TensorProto {
-    make(
-        name,
-        FLOAT,
-        a.shape(),
-        a.iter().flat_map(|v| v.to_le_bytes()).collect(),
-    )
+    make(name, FLOAT, a.shape(), a.iter().flat_map(|v| v.to_le_bytes()).collect())
 }
 
 /// A FLOAT16 tensor from f32 values (rounded to nearest).
 pub fn from_f32_as_f16(name: &str, a: &ArrayD<f32>) -> TensorProto {
-    make(
-        name,
-        FLOAT16,
-        a.shape(),
-        a.iter()
-            .flat_map(|v| f16::from_f32(*v).to_le_bytes())
-            .collect(),
-    )
+    make(name, FLOAT16, a.shape(), a.iter().flat_map(|v| f16::from_f32(*v).to_le_bytes()).collect())
 }
 
 /// An INT8 tensor.
@@ -191,12 +135,7 @@ pub fn from_i8(name: &str, a: &ArrayD<i8>) -> TensorProto {
 
 /// An INT64 tensor.
 pub fn from_i64(name: &str, a: &ArrayD<i64>) -> TensorProto {
-    make(
-        name,
-        INT64,
-        a.shape(),
-        a.iter().flat_map(|v| v.to_le_bytes()).collect(),
-    )
+    make(name, INT64, a.shape(), a.iter().flat_map(|v| v.to_le_bytes()).collect())
 }
 
 /// A scalar FLOAT tensor.

@@ -25,19 +25,14 @@ pub fn calibration_cache(amax: &[(String, f32)], trt_version: u32) -> String {
 pub fn parse_calibration_cache(text: &str) -> Option<Vec<(String, f32)>> {
     let mut lines = text.lines();
     let header = lines.next()?;
-    if !header.starts_with("TRT-")
-        || !header.ends_with("Calibration2") && !header.ends_with("Calibration")
-    {
+    if !header.starts_with("TRT-") || !header.ends_with("Calibration2") && !header.ends_with("Calibration") {
         return None;
     }
     lines
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
             let (name, hex) = l.rsplit_once(": ")?;
-            Some((
-                name.to_string(),
-                f32::from_bits(u32::from_str_radix(hex.trim(), 16).ok()?),
-            ))
+            Some((name.to_string(), f32::from_bits(u32::from_str_radix(hex.trim(), 16).ok()?)))
         })
         .collect()
 }

@@ -54,12 +54,8 @@ impl std::str::FromStr for Calibrator {
                     .ok()
                     .filter(|p| *p > 0.0 && *p <= 100.0)
                     .map(Calibrator::Percentile)
-                    .ok_or_else(|| {
-                        format!("'{s}': percentile must be in (0, 100], e.g. percentile:99.99")
-                    }),
-                None => Err(format!(
-                    "unknown calibrator '{s}'; use minmax, entropy or percentile[:P]"
-                )),
+                    .ok_or_else(|| format!("'{s}': percentile must be in (0, 100], e.g. percentile:99.99")),
+                None => Err(format!("unknown calibrator '{s}'; use minmax, entropy or percentile[:P]")),
             },
         }
     }
@@ -118,11 +114,7 @@ impl Histogram {
         for v in values.iter().filter(|v| v.is_finite()) {
             let a = v.abs() as f64;
             // Like torch.histc: the top edge belongs to the last bin.
-            let b = if a >= top {
-                n - 1
-            } else {
-                ((a / self.width) as usize).min(n - 1)
-            };
+            let b = if a >= top { n - 1 } else { ((a / self.width) as usize).min(n - 1) };
             self.counts[b] += 1.0;
         }
     }
@@ -221,28 +213,17 @@ pub fn entropy_threshold_bin(counts: &[f64]) -> usize {
         // Reference: the first i bins, the tail folded into the last; candidate:
         // each level's mass spread evenly over its non-empty bins.
         let p_total: f64 = (0..i).map(|k| bins[k]).sum::<f64>() + suffix[i];
-        let q_total: f64 = (0..i)
-            .filter(|&k| bins[k] != 0.0)
-            .map(|k| level_sum[level_of[k]] / level_nonzero[level_of[k]] as f64)
-            .sum();
+        let q_total: f64 = (0..i).filter(|&k| bins[k] != 0.0).map(|k| level_sum[level_of[k]] / level_nonzero[level_of[k]] as f64).sum();
         if p_total == 0.0 || q_total == 0.0 {
             continue;
         }
         let mut kl = 0.0;
         for k in 0..i {
-            let p = if k == i - 1 {
-                bins[k] + suffix[i]
-            } else {
-                bins[k]
-            };
+            let p = if k == i - 1 { bins[k] + suffix[i] } else { bins[k] };
             if p == 0.0 {
                 continue;
             }
-            let q = if bins[k] != 0.0 {
-                level_sum[level_of[k]] / level_nonzero[level_of[k]] as f64
-            } else {
-                0.0
-            };
+            let q = if bins[k] != 0.0 { level_sum[level_of[k]] / level_nonzero[level_of[k]] as f64 } else { 0.0 };
             if q == 0.0 {
                 kl = f64::INFINITY;
                 break;
@@ -264,10 +245,7 @@ pub fn weight_scales(w: &ndarray::ArrayD<f32>, axis: usize) -> Vec<f32> {
     let n = w.shape()[axis];
     (0..n)
         .map(|c| {
-            let amax = w
-                .index_axis(ndarray::Axis(axis), c)
-                .iter()
-                .fold(0f32, |m, v| m.max(v.abs()));
+            let amax = w.index_axis(ndarray::Axis(axis), c).iter().fold(0f32, |m, v| m.max(v.abs()));
             if amax > 0.0 {
                 amax / 127.0
             } else {

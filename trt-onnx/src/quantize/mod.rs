@@ -116,10 +116,7 @@ impl Evaluation {
 
     /// The smallest argmax agreement over rank-2 outputs.
     pub fn agreement(&self) -> Option<f64> {
-        self.outputs
-            .iter()
-            .filter_map(|(_, m)| m.argmax_agreement)
-            .reduce(f64::min)
+        self.outputs.iter().filter_map(|(_, m)| m.argmax_agreement).reduce(f64::min)
     }
 }
 
@@ -188,12 +185,7 @@ pub struct Stats {
 }
 
 /// Runs `model` over `batches` with `tensors` exposed and collects their statistics.
-pub fn collect_stats(
-    model: &Model,
-    tensors: &[String],
-    batches: &[Batch],
-    options: &SessionOptions,
-) -> Result<HashMap<String, Stats>> {
+pub fn collect_stats(model: &Model, tensors: &[String], batches: &[Batch], options: &SessionOptions) -> Result<HashMap<String, Stats>> {
     let mut probe = model.clone();
     let types = types::infer(probe.graph());
     crate::graph::edit::expose(probe.graph_mut()?, tensors, &types)?;
@@ -207,10 +199,7 @@ pub fn collect_stats(
             if st.channel_max.len() != width {
                 st.channel_max = vec![0.0; width];
             }
-            let values = a
-                .as_slice()
-                .map(<[f32]>::to_vec)
-                .unwrap_or_else(|| a.iter().copied().collect());
+            let values = a.as_slice().map(<[f32]>::to_vec).unwrap_or_else(|| a.iter().copied().collect());
             for row in values.chunks(width) {
                 for (m, v) in st.channel_max.iter_mut().zip(row) {
                     if v.is_finite() {
@@ -226,16 +215,9 @@ pub fn collect_stats(
 }
 
 /// Runs the FP32 reference over `batches` and keeps every float output.
-pub fn reference_outputs(
-    model: &Model,
-    batches: &[Batch],
-    options: &SessionOptions,
-) -> Result<Vec<dataset::Outputs>> {
+pub fn reference_outputs(model: &Model, batches: &[Batch], options: &SessionOptions) -> Result<Vec<dataset::Outputs>> {
     let mut s = session(model, options)?;
-    batches
-        .iter()
-        .map(|b| dataset::run(&mut s, b, None))
-        .collect()
+    batches.iter().map(|b| dataset::run(&mut s, b, None)).collect()
 }
 
 /// Accuracy of `candidate` against reference outputs on `batches`.
@@ -294,19 +276,16 @@ fn check_model(model: &Model) -> Result<()> {
     }
     let t = types::infer(graph);
     if fp16::is_fp16_model(graph) || !t.values().any(|&c| c == crate::graph::tensor::FLOAT) {
-        return Err(Error::Unsupported { operation: "quantization", problem: "the model has no FP32 tensors (quantize the FP32 model, not an FP16 or integer one)".into() });
+        return Err(Error::Unsupported {
+            operation: "quantization",
+            problem: "the model has no FP32 tensors (quantize the FP32 model, not an FP16 or integer one)".into(),
+        });
     }
     Ok(())
 }
 
 /// Builds the finished model: Q/DQ on `int8` layers, then the float part in the asked precision.
-pub fn build(
-    model: &Model,
-    layers: &[Layer],
-    int8: &[bool],
-    amax: &HashMap<String, f32>,
-    float: FloatPrecision,
-) -> Result<Model> {
+pub fn build(model: &Model, layers: &[Layer], int8: &[bool], amax: &HashMap<String, f32>, float: FloatPrecision) -> Result<Model> {
     let mut m = model.clone();
     qdq::insert(&mut m, layers, int8, amax)?;
     match float {
@@ -317,24 +296,15 @@ pub fn build(
 
 /// Quantizes `model`: see the module docs. `calibration` sets the ranges;
 /// `holdout` (may be empty without targets) measures the result.
-pub fn quantize(
-    model: &Model,
-    calibration: &[Batch],
-    holdout: &[Batch],
-    options: &QuantizeOptions,
-) -> Result<(Model, QuantizeReport)> {
+pub fn quantize(model: &Model, calibration: &[Batch], holdout: &[Batch], options: &QuantizeOptions) -> Result<(Model, QuantizeReport)> {
     check_model(model)?;
     let rows: usize = calibration.iter().map(Batch::rows).sum();
     if rows < MIN_CALIBRATION_ROWS {
-        return Err(Error::Calibration(format!(
-            "{rows} calibration rows; at least {MIN_CALIBRATION_ROWS} are needed"
-        )));
+        return Err(Error::Calibration(format!("{rows} calibration rows; at least {MIN_CALIBRATION_ROWS} are needed")));
     }
     let wants_target = options.target_cosine.is_some() || options.target_agreement.is_some();
     if wants_target && holdout.is_empty() {
-        return Err(Error::Calibration(
-            "an accuracy target needs held-out batches to measure it on".into(),
-        ));
+        return Err(Error::Calibration("an accuracy target needs held-out batches to measure it on".into()));
     }
     let all_layers = qdq::weighted_matmuls(model.graph());
     if all_layers.is_empty() {
@@ -351,17 +321,11 @@ pub fn quantize(
             float_reasons.push((l.name.clone(), format!("excluded by '{p}'")));
         } else if l.k < options.min_width || l.n < options.min_width {
             eligible[i] = false;
-            float_reasons.push((
-                l.name.clone(),
-                format!("width {}x{} under {}", l.k, l.n, options.min_width),
-            ));
+            float_reasons.push((l.name.clone(), format!("width {}x{} under {}", l.k, l.n, options.min_width)));
         }
     }
     if !eligible.iter().any(|&e| e) {
-        return Err(Error::Unsupported {
-            operation: "quantization",
-            problem: "every weighted MatMul is excluded or too narrow".into(),
-        });
+        return Err(Error::Unsupported { operation: "quantization", problem: "every weighted MatMul is excluded or too narrow".into() });
     }
 
     // Pass 1: every weighted MatMul's activation (FLOP counts need the narrow ones too).
@@ -384,19 +348,9 @@ pub fn quantize(
     // Smoothing, then pass 2 over the smoothed tensors.
     let (base, layers, stats) = match options.smooth_alpha {
         Some(alpha) => {
-            let chosen: Vec<&Layer> = all_layers
-                .iter()
-                .zip(&eligible)
-                .filter(|(_, e)| **e)
-                .map(|(l, _)| l)
-                .collect();
-            let (smoothed, layers) = smooth::apply(
-                model,
-                &all_layers,
-                &chosen.iter().map(|l| l.name.clone()).collect::<Vec<_>>(),
-                &stats1,
-                alpha,
-            )?;
+            let chosen: Vec<&Layer> = all_layers.iter().zip(&eligible).filter(|(_, e)| **e).map(|(l, _)| l).collect();
+            let (smoothed, layers) =
+                smooth::apply(model, &all_layers, &chosen.iter().map(|l| l.name.clone()).collect::<Vec<_>>(), &stats1, alpha)?;
             let mut acts2: Vec<String> = Vec::new();
             for l in &layers {
                 if !acts2.contains(&l.activation) {
@@ -411,25 +365,16 @@ pub fn quantize(
     let mut amax: HashMap<String, f32> = HashMap::new();
     for (l, e) in layers.iter().zip(&eligible) {
         if *e {
-            let st = stats.get(&l.activation).ok_or_else(|| {
-                Error::Calibration(format!(
-                    "tensor '{}' was not seen during calibration",
-                    l.activation
-                ))
-            })?;
+            let st = stats
+                .get(&l.activation)
+                .ok_or_else(|| Error::Calibration(format!("tensor '{}' was not seen during calibration", l.activation)))?;
             let a = st.histogram.amax(options.calibrator) as f32;
             amax.insert(l.activation.clone(), if a > 0.0 { a } else { 1e-6 });
         }
     }
     // FLOPs per layer: 2 * rows * K * N, rows measured on the calibration batches.
-    let flops: Vec<f64> = layers
-        .iter()
-        .map(|l| {
-            2.0 * stats.get(&l.activation).map(|s| s.rows).unwrap_or(0) as f64
-                * l.k as f64
-                * l.n as f64
-        })
-        .collect();
+    let flops: Vec<f64> =
+        layers.iter().map(|l| 2.0 * stats.get(&l.activation).map(|s| s.rows).unwrap_or(0) as f64 * l.k as f64 * l.n as f64).collect();
 
     let mut int8 = eligible.clone();
     let mut evaluation = None;
@@ -446,9 +391,7 @@ pub fn quantize(
         };
         let meets = |e: &Evaluation| {
             options.target_cosine.is_none_or(|t| e.cosine_min() >= t)
-                && options
-                    .target_agreement
-                    .is_none_or(|t| e.agreement().is_none_or(|a| a >= t))
+                && options.target_agreement.is_none_or(|t| e.agreement().is_none_or(|a| a >= t))
         };
         let full = eval(&int8)?;
         let met = meets(&full);
@@ -461,10 +404,7 @@ pub fn quantize(
                 let mut only = vec![false; layers.len()];
                 only[i] = true;
                 let m = build(&base, &layers, &only, &amax, FloatPrecision::Fp32)?;
-                let e = Evaluation {
-                    float_layers: 0,
-                    outputs: evaluate(&m, holdout, &reference, &options.session)?,
-                };
+                let e = Evaluation { float_layers: 0, outputs: evaluate(&m, holdout, &reference, &options.session)? };
                 let score = e.cosine_mean().min(e.agreement().unwrap_or(1.0));
                 sensitivity.push((layers[i].name.clone(), score));
                 ranked.push((i, score));
@@ -514,12 +454,7 @@ pub fn quantize(
     }
     let out = build(&base, &layers, &int8, &amax, options.float)?;
     let total: f64 = flops.iter().sum();
-    let in_int8: f64 = flops
-        .iter()
-        .zip(&int8)
-        .filter(|(_, q)| **q)
-        .map(|(f, _)| f)
-        .sum();
+    let in_int8: f64 = flops.iter().zip(&int8).filter(|(_, q)| **q).map(|(f, _)| f).sum();
     let mut used: Vec<(String, f32)> = layers
         .iter()
         .zip(&int8)

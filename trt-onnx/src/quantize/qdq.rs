@@ -42,10 +42,7 @@ pub struct Layer {
 }
 
 fn node_name(n: &NodeProto) -> String {
-    n.name
-        .clone()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| n.output.first().cloned().unwrap_or_default())
+    n.name.clone().filter(|s| !s.is_empty()).unwrap_or_else(|| n.output.first().cloned().unwrap_or_default())
 }
 
 /// Every weighted MatMul/Gemm of the graph, in node order.
@@ -76,15 +73,7 @@ pub fn weighted_matmuls(graph: &GraphProto) -> Vec<Layer> {
         }
         let (d0, d1) = (wt.dims[0] as usize, wt.dims[1] as usize);
         let (k, n_out, axis) = if trans_b { (d1, d0, 0) } else { (d0, d1, 1) };
-        out.push(Layer {
-            name: node_name(n),
-            op: op.into(),
-            activation: x.clone(),
-            weight: w.clone(),
-            k,
-            n: n_out,
-            channel_axis: axis,
-        });
+        out.push(Layer { name: node_name(n), op: op.into(), activation: x.clone(), weight: w.clone(), k, n: n_out, channel_axis: axis });
     }
     out
 }
@@ -92,11 +81,7 @@ pub fn weighted_matmuls(graph: &GraphProto) -> Vec<Layer> {
 /// Symmetric INT8 values of `w` with per-channel `scales` along `axis`.
 pub fn quantize_weight(w: &ArrayD<f32>, axis: usize, scales: &[f32]) -> ArrayD<i8> {
     let mut q = ArrayD::<i8>::zeros(w.raw_dim());
-    for (c, (src, mut dst)) in w
-        .axis_iter(Axis(axis))
-        .zip(q.axis_iter_mut(Axis(axis)))
-        .enumerate()
-    {
+    for (c, (src, mut dst)) in w.axis_iter(Axis(axis)).zip(q.axis_iter_mut(Axis(axis))).enumerate() {
         let s = scales[c];
         for (d, v) in dst.iter_mut().zip(src.iter()) {
             *d = (v / s).round().clamp(-127.0, 127.0) as i8;
@@ -106,12 +91,7 @@ pub fn quantize_weight(w: &ArrayD<f32>, axis: usize, scales: &[f32]) -> ArrayD<i
 }
 
 /// Inserts Q/DQ for the layers marked in `int8`, with activation ranges `amax`.
-pub fn insert(
-    model: &mut Model,
-    layers: &[Layer],
-    int8: &[bool],
-    amax: &HashMap<String, f32>,
-) -> Result<()> {
+pub fn insert(model: &mut Model, layers: &[Layer], int8: &[bool], amax: &HashMap<String, f32>) -> Result<()> {
     let graph = model.graph_mut()?;
     let mut names = Names::new(graph);
     let ix = Index::new(graph);
@@ -119,24 +99,12 @@ pub fn insert(
     let mut new_inits = Vec::new();
     let mut act_dq: HashMap<String, String> = HashMap::new();
     let zero = names.fresh("qdq/zero_point_int8");
-    new_inits.push(tensor::from_i8(
-        &zero,
-        &ArrayD::<i8>::zeros(ndarray::IxDyn(&[])),
-    ));
-    let node_at: HashMap<String, usize> = graph
-        .node
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (node_name(n), i))
-        .collect();
+    new_inits.push(tensor::from_i8(&zero, &ArrayD::<i8>::zeros(ndarray::IxDyn(&[]))));
+    let node_at: HashMap<String, usize> = graph.node.iter().enumerate().map(|(i, n)| (node_name(n), i)).collect();
     let mut rewires: Vec<(usize, String, String)> = Vec::new();
     for (layer, _) in layers.iter().zip(int8).filter(|(_, q)| **q) {
-        let &at = node_at
-            .get(&layer.name)
-            .ok_or_else(|| Error::Graph(format!("no node named '{}'", layer.name)))?;
-        let a = *amax.get(&layer.activation).ok_or_else(|| {
-            Error::Calibration(format!("no range for tensor '{}'", layer.activation))
-        })?;
+        let &at = node_at.get(&layer.name).ok_or_else(|| Error::Graph(format!("no node named '{}'", layer.name)))?;
+        let a = *amax.get(&layer.activation).ok_or_else(|| Error::Calibration(format!("no range for tensor '{}'", layer.activation)))?;
         let dq = match act_dq.get(&layer.activation) {
             Some(d) => d.clone(),
             None => {
@@ -147,29 +115,16 @@ pub fn insert(
                 let d = names.fresh(&format!("{base}_dequantized"));
                 let qn = names.fresh(&format!("{base}/QuantizeLinear"));
                 let dn = names.fresh(&format!("{base}/DequantizeLinear"));
-                new_nodes.push(edit::node(
-                    "QuantizeLinear",
-                    qn,
-                    vec![base.clone(), scale.clone(), zero.clone()],
-                    q.clone(),
-                    vec![],
-                ));
-                new_nodes.push(edit::node(
-                    "DequantizeLinear",
-                    dn,
-                    vec![q, scale, zero.clone()],
-                    d.clone(),
-                    vec![],
-                ));
+                new_nodes.push(edit::node("QuantizeLinear", qn, vec![base.clone(), scale.clone(), zero.clone()], q.clone(), vec![]));
+                new_nodes.push(edit::node("DequantizeLinear", dn, vec![q, scale, zero.clone()], d.clone(), vec![]));
                 act_dq.insert(base.clone(), d.clone());
                 d
             }
         };
         rewires.push((at, layer.activation.clone(), dq));
         // The weight, per output channel.
-        let wt = ix.initializer(graph, &layer.weight).ok_or_else(|| {
-            Error::Graph(format!("weight '{}' is not an initializer", layer.weight))
-        })?;
+        let wt =
+            ix.initializer(graph, &layer.weight).ok_or_else(|| Error::Graph(format!("weight '{}' is not an initializer", layer.weight)))?;
         let w = tensor::to_f32(wt)?;
         let scales = weight_scales(&w, layer.channel_axis);
         let wq = quantize_weight(&w, layer.channel_axis, &scales);
@@ -182,13 +137,9 @@ pub fn insert(
         new_inits.push(tensor::from_i8(&qname, &wq));
         new_inits.push(tensor::from_f32(
             &sname,
-            &ArrayD::from_shape_vec(ndarray::IxDyn(&[scales.len()]), scales.clone())
-                .map_err(|e| Error::Graph(e.to_string()))?,
+            &ArrayD::from_shape_vec(ndarray::IxDyn(&[scales.len()]), scales.clone()).map_err(|e| Error::Graph(e.to_string()))?,
         ));
-        new_inits.push(tensor::from_i8(
-            &zname,
-            &ArrayD::<i8>::zeros(ndarray::IxDyn(&[scales.len()])),
-        ));
+        new_inits.push(tensor::from_i8(&zname, &ArrayD::<i8>::zeros(ndarray::IxDyn(&[scales.len()]))));
         new_nodes.push(edit::node(
             "DequantizeLinear",
             nname,
@@ -214,16 +165,11 @@ pub fn insert(
 /// Removes initializers no node reads (weights replaced by their INT8 copies).
 pub fn drop_unused_initializers(graph: &mut GraphProto) {
     // Subgraphs may read outer initializers by name: keep everything then.
-    if graph.node.iter().any(|n| {
-        n.attribute
-            .iter()
-            .any(|a| a.g.is_some() || !a.graphs.is_empty())
-    }) {
+    if graph.node.iter().any(|n| n.attribute.iter().any(|a| a.g.is_some() || !a.graphs.is_empty())) {
         return;
     }
     let ix = Index::new(graph);
-    let inputs: std::collections::HashSet<String> =
-        graph.input.iter().filter_map(|v| v.name.clone()).collect();
+    let inputs: std::collections::HashSet<String> = graph.input.iter().filter_map(|v| v.name.clone()).collect();
     graph.initializer.retain(|t| {
         let n = t.name.clone().unwrap_or_default();
         !ix.consumers_of(&n).is_empty() || ix.outputs.contains(&n) || inputs.contains(&n)

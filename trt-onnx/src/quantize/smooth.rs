@@ -42,9 +42,7 @@ pub fn apply(
     alpha: f32,
 ) -> Result<(Model, Vec<Layer>)> {
     if !(0.0..=1.0).contains(&alpha) {
-        return Err(Error::Calibration(format!(
-            "SmoothQuant alpha {alpha} is outside [0, 1]"
-        )));
+        return Err(Error::Calibration(format!("SmoothQuant alpha {alpha} is outside [0, 1]")));
     }
     let mut m = model.clone();
     let graph = m.graph_mut()?;
@@ -52,11 +50,7 @@ pub fn apply(
     let mut out = layers.to_vec();
     // Group the chosen layers by the activation they read.
     let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
-    for (i, l) in layers
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| chosen.contains(&l.name))
-    {
+    for (i, l) in layers.iter().enumerate().filter(|(_, l)| chosen.contains(&l.name)) {
         match groups.iter_mut().find(|(a, _)| *a == l.activation) {
             Some((_, v)) => v.push(i),
             None => groups.push((l.activation.clone(), vec![i])),
@@ -72,12 +66,9 @@ pub fn apply(
         let ix = Index::new(graph);
         let mut weights: Vec<ArrayD<f32>> = Vec::new();
         for &i in &members {
-            let t = ix.initializer(graph, &layers[i].weight).ok_or_else(|| {
-                Error::Graph(format!(
-                    "weight '{}' is not an initializer",
-                    layers[i].weight
-                ))
-            })?;
+            let t = ix
+                .initializer(graph, &layers[i].weight)
+                .ok_or_else(|| Error::Graph(format!("weight '{}' is not an initializer", layers[i].weight)))?;
             weights.push(tensor::to_f32(t)?);
         }
         // Input channel j is row j of [K, N] (axis 0), or column j of a transposed Gemm weight.
@@ -92,20 +83,13 @@ pub fn apply(
             .channel_max
             .iter()
             .zip(&wmax)
-            .map(|(&a, &w)| {
-                if a > 0.0 && w > 0.0 {
-                    (a.powf(alpha) / w.powf(1.0 - alpha)).clamp(1.0 / LIMIT, LIMIT)
-                } else {
-                    1.0
-                }
-            })
+            .map(|(&a, &w)| if a > 0.0 && w > 0.0 { (a.powf(alpha) / w.powf(1.0 - alpha)).clamp(1.0 / LIMIT, LIMIT) } else { 1.0 })
             .collect();
         let inv: Vec<f32> = s.iter().map(|v| 1.0 / v).collect();
         let inv_name = names.fresh(&format!("{act}/smooth_scale"));
-        graph.initializer.push(tensor::from_f32(
-            &inv_name,
-            &ArrayD::from_shape_vec(IxDyn(&[k]), inv).map_err(|e| Error::Graph(e.to_string()))?,
-        ));
+        graph
+            .initializer
+            .push(tensor::from_f32(&inv_name, &ArrayD::from_shape_vec(IxDyn(&[k]), inv).map_err(|e| Error::Graph(e.to_string()))?));
         let smoothed = names.fresh(&format!("{act}_smoothed"));
         new_nodes.push(edit::node(
             "Mul",
@@ -123,10 +107,7 @@ pub fn apply(
             let node = graph
                 .node
                 .iter_mut()
-                .find(|n| {
-                    n.name.as_deref() == Some(layers[i].name.as_str())
-                        || n.output.first() == Some(&layers[i].name)
-                })
+                .find(|n| n.name.as_deref() == Some(layers[i].name.as_str()) || n.output.first() == Some(&layers[i].name))
                 .ok_or_else(|| Error::Graph(format!("no node named '{}'", layers[i].name)))?;
             node.input[0] = smoothed.clone();
             node.input[1] = wname.clone();

@@ -89,12 +89,8 @@ impl OrtLibrary {
     }
 
     fn init(path: PathBuf, version: String) -> Result<Self> {
-        ort::init_from(&path)
-            .map_err(|e| Error::LibraryUnusable { path: path.clone(), reason: e.to_string() })?;
-        let environment = ort::init()
-            .with_name("trt-onnx")
-            .build()
-            .map_err(|e| Error::ort("creating the ONNX Runtime environment", e))?;
+        ort::init_from(&path).map_err(|e| Error::LibraryUnusable { path: path.clone(), reason: e.to_string() })?;
+        let environment = ort::init().with_name("trt-onnx").build().map_err(|e| Error::ort("creating the ONNX Runtime environment", e))?;
         let providers = available_providers().unwrap_or_default();
         log::info!("loaded ONNX Runtime {version} from {} (providers: {})", path.display(), providers.join(", "));
         Ok(OrtLibrary { path, version, providers, environment })
@@ -156,9 +152,7 @@ fn files_in(dir: &Path) -> Vec<PathBuf> {
         let mut versioned: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("libonnxruntime.so.1.") && !FILE_NAMES.contains(&n))
+                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libonnxruntime.so.1.") && !FILE_NAMES.contains(&n))
             })
             .collect();
         versioned.sort();

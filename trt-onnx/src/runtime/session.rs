@@ -479,9 +479,7 @@ fn builder(options: &SessionOptions, source: &str) -> Result<(ort::session::buil
     };
     let provider = if cuda {
         use ort::ep::ExecutionProvider;
-        ort::ep::CUDA::default()
-            .register(&mut b)
-            .map_err(|err| Error::ort(context("registering the CUDA execution provider"), err))?;
+        ort::ep::CUDA::default().register(&mut b).map_err(|err| Error::ort(context("registering the CUDA execution provider"), err))?;
         "CUDAExecutionProvider"
     } else {
         "CPUExecutionProvider"

@@ -185,8 +185,7 @@ impl ModelConfig {
 
     /// Parses `text`, the `config.pbtxt` of the model folder `folder_name`.
     pub fn parse(text: &str, folder_name: &str) -> Result<Self, ConfigError> {
-        let root = text_format::parse(text)
-            .map_err(|e| ConfigError { line: e.line, field: "(syntax)".into(), message: e.message })?;
+        let root = text_format::parse(text).map_err(|e| ConfigError { line: e.line, field: "(syntax)".into(), message: e.message })?;
         let mut cx = Cx { warnings: Vec::new() };
         let mut name = None;
         let mut platform_field = None;
@@ -224,9 +223,7 @@ impl ModelConfig {
             (Some((p, line)), _) => match p.as_str() {
                 "tensorrt_plan" => Platform::TensorRtPlan,
                 "onnxruntime_onnx" => Platform::OnnxRuntimeOnnx,
-                other => {
-                    return Err(err(*line, "platform", format!("'{other}' is not served (tensorrt_plan, onnxruntime_onnx)")))
-                }
+                other => return Err(err(*line, "platform", format!("'{other}' is not served (tensorrt_plan, onnxruntime_onnx)"))),
             },
             (None, Some((b, line))) => match b.as_str() {
                 "tensorrt" => Platform::TensorRtPlan,
@@ -255,11 +252,7 @@ impl ModelConfig {
         }
         if let Some(db) = &dynamic_batching {
             if let Some(&p) = db.preferred_batch_size.iter().find(|&&p| p > max_batch_size.max(1)) {
-                return Err(err(
-                    0,
-                    "dynamic_batching.preferred_batch_size",
-                    format!("{p} is larger than max_batch_size {max_batch_size}"),
-                ));
+                return Err(err(0, "dynamic_batching.preferred_batch_size", format!("{p} is larger than max_batch_size {max_batch_size}")));
             }
             if db.priority_levels > 0 && db.default_priority_level > db.priority_levels {
                 return Err(err(
@@ -367,10 +360,8 @@ impl Cx {
                 "data_type" => {
                     let path = format!("{kind}.data_type");
                     let v = self.ident(g, &path)?;
-                    data_type = Some(
-                        DataType::from_config_name(&v)
-                            .ok_or_else(|| err(g.line, &path, format!("'{v}' is not a TYPE_* data type")))?,
-                    );
+                    data_type =
+                        Some(DataType::from_config_name(&v).ok_or_else(|| err(g.line, &path, format!("'{v}' is not a TYPE_* data type")))?);
                 }
                 "dims" => {
                     let path = format!("{kind}.dims");

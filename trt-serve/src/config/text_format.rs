@@ -300,10 +300,7 @@ mod tests {
         )
         .unwrap();
         let names: Vec<_> = m.fields.iter().map(|f| (f.name.as_str(), f.line)).collect();
-        assert_eq!(
-            names,
-            [("name", 1), ("max_batch_size", 2), ("input", 3), ("input", 3), ("dynamic_batching", 4), ("version_policy", 4)]
-        );
+        assert_eq!(names, [("name", 1), ("max_batch_size", 2), ("input", 3), ("input", 3), ("dynamic_batching", 4), ("version_policy", 4)]);
         let Value::Message(db) = &m.fields[4].value else { panic!("not a message") };
         assert_eq!(db.fields.len(), 2);
         assert_eq!(db.fields[1].value, Value::Scalar(Scalar::Number("8".into())));

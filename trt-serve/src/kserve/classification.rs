@@ -12,9 +12,7 @@ use crate::error::{ServeError, ServeResult};
 /// Top-`k` classes of each row of a `[rows, classes]` FP32 output.
 pub fn classify(name: &str, values: &[f32], shape: &[usize], k: usize, labels: Option<&Labels>) -> ServeResult<(Vec<usize>, OutputData)> {
     let &[rows, classes] = shape else {
-        return Err(ServeError::invalid(format!(
-            "output '{name}' has shape {shape:?}; classification needs [batch, classes]"
-        )));
+        return Err(ServeError::invalid(format!("output '{name}' has shape {shape:?}; classification needs [batch, classes]")));
     };
     if k == 0 {
         return Err(ServeError::invalid(format!("output '{name}': classification count must be at least 1")));

@@ -7,8 +7,8 @@
 use serde_json::{json, Map, Value};
 
 use super::{
-    element_count, elements_from_raw, shape_from_wire, DataType, Elements, InferRequest, InferResponse, InputTensor,
-    OutputData, RequestedOutput,
+    element_count, elements_from_raw, shape_from_wire, DataType, Elements, InferRequest, InferResponse, InputTensor, OutputData,
+    RequestedOutput,
 };
 use crate::error::{ServeError, ServeResult};
 use crate::limits::Limits;
@@ -30,10 +30,9 @@ fn named<'a>(v: &'a Value, list: &str, i: usize) -> ServeResult<(&'a Map<String,
 fn uint_param(params: &Map<String, Value>, key: &str) -> ServeResult<Option<u64>> {
     match params.get(key) {
         None => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| ServeError::invalid(format!("parameter '{key}' must be a non-negative integer, found {v}"))),
+        Some(v) => {
+            v.as_u64().map(Some).ok_or_else(|| ServeError::invalid(format!("parameter '{key}' must be a non-negative integer, found {v}")))
+        }
     }
 }
 
@@ -69,9 +68,8 @@ fn json_elements(name: &str, datatype: DataType, count: usize, data: &Value) -> 
     if flat.len() != count {
         return Err(ServeError::invalid(format!("input '{name}': {} data elements, the shape needs {count}", flat.len())));
     }
-    let bad = |i: usize, v: &Value| {
-        ServeError::invalid(format!("input '{name}': element {i} ({v}) is not a valid {} value", datatype.as_str()))
-    };
+    let bad =
+        |i: usize, v: &Value| ServeError::invalid(format!("input '{name}': element {i} ({v}) is not a valid {} value", datatype.as_str()));
     if datatype == DataType::Bytes {
         let elems = flat
             .iter()
@@ -109,10 +107,7 @@ fn json_elements(name: &str, datatype: DataType, count: usize, data: &Value) -> 
 pub fn decode_request(body: &[u8], header_length: Option<usize>, limits: &Limits) -> ServeResult<InferRequest> {
     let (head, mut binary) = match header_length {
         Some(n) if n > body.len() => {
-            return Err(ServeError::invalid(format!(
-                "Inference-Header-Content-Length is {n}, but the body has only {} bytes",
-                body.len()
-            )))
+            return Err(ServeError::invalid(format!("Inference-Header-Content-Length is {n}, but the body has only {} bytes", body.len())))
         }
         Some(n) => body.split_at(n),
         None => (body, &[][..]),
@@ -136,7 +131,9 @@ pub fn decode_request(body: &[u8], header_length: Option<usize>, limits: &Limits
     for (i, t) in list.iter().enumerate() {
         let (t, name) = named(t, "inputs", i)?;
         let datatype = DataType::parse(
-            t.get("datatype").and_then(Value::as_str).ok_or_else(|| ServeError::invalid(format!("input '{name}' has no 'datatype' string")))?,
+            t.get("datatype")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ServeError::invalid(format!("input '{name}' has no 'datatype' string")))?,
         )?;
         let dims: Vec<i64> = match t.get("shape") {
             Some(Value::Array(d)) => d
@@ -165,7 +162,8 @@ pub fn decode_request(body: &[u8], header_length: Option<usize>, limits: &Limits
                 elements_from_raw(&name, datatype, count, mine.to_vec())?
             }
             None => {
-                let data = t.get("data").ok_or_else(|| ServeError::invalid(format!("input '{name}' has neither 'data' nor binary_data_size")))?;
+                let data =
+                    t.get("data").ok_or_else(|| ServeError::invalid(format!("input '{name}' has neither 'data' nor binary_data_size")))?;
                 json_elements(&name, datatype, count, data)?
             }
         };
@@ -212,7 +210,9 @@ pub fn encode_response(response: &InferResponse) -> (Vec<u8>, Option<usize>) {
             } else {
                 t["data"] = match &o.data {
                     OutputData::Fp32(v) => json!(v),
-                    OutputData::Bytes(v) => Value::Array(v.iter().map(|b| Value::String(String::from_utf8_lossy(b).into_owned())).collect()),
+                    OutputData::Bytes(v) => {
+                        Value::Array(v.iter().map(|b| Value::String(String::from_utf8_lossy(b).into_owned())).collect())
+                    }
                 };
             }
             t
@@ -269,7 +269,8 @@ mod tests {
         assert!(msg("{}", None).contains("no 'inputs'"));
         assert!(msg("{}", Some(10)).contains("only 2 bytes"));
         assert!(msg(r#"{"inputs":[{"name":"t","shape":[2],"datatype":"FP99","data":[1,2]}]}"#, None).contains("unknown datatype 'FP99'"));
-        assert!(msg(r#"{"inputs":[{"name":"t","shape":[3],"datatype":"INT32","data":[1,2]}]}"#, None).contains("2 data elements, the shape needs 3"));
+        assert!(msg(r#"{"inputs":[{"name":"t","shape":[3],"datatype":"INT32","data":[1,2]}]}"#, None)
+            .contains("2 data elements, the shape needs 3"));
         assert!(msg(r#"{"inputs":[{"name":"t","shape":[1],"datatype":"INT32","data":[1,2]}]}"#, None).contains("more data elements"));
         assert!(msg(r#"{"inputs":[{"name":"t","shape":[1],"datatype":"INT8","data":[300]}]}"#, None).contains("not a valid INT8"));
         assert!(msg(r#"{"inputs":[{"name":"t","shape":[1],"datatype":"BYTES","data":[3]}]}"#, None).contains("not a valid BYTES"));

@@ -59,11 +59,7 @@ impl DataType {
 
     /// Parses the wire name (`FP32`, `BYTES`).
     pub fn parse(name: &str) -> ServeResult<Self> {
-        TYPES
-            .iter()
-            .find(|r| r.0 == name)
-            .map(|r| r.2)
-            .ok_or_else(|| ServeError::invalid(format!("unknown datatype '{name}'")))
+        TYPES.iter().find(|r| r.0 == name).map(|r| r.2).ok_or_else(|| ServeError::invalid(format!("unknown datatype '{name}'")))
     }
 
     /// Parses the config spelling (`TYPE_FP32`, `TYPE_STRING`).
@@ -202,10 +198,7 @@ pub fn element_count(name: &str, shape: &[usize], limits: &Limits) -> ServeResul
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
         .ok_or_else(|| ServeError::TooLarge(format!("input '{name}': shape {shape:?} overflows")))?;
     if n > limits.max_tensor_elements {
-        return Err(ServeError::TooLarge(format!(
-            "input '{name}': {n} elements, more than the limit of {}",
-            limits.max_tensor_elements
-        )));
+        return Err(ServeError::TooLarge(format!("input '{name}': {n} elements, more than the limit of {}", limits.max_tensor_elements)));
     }
     Ok(n)
 }

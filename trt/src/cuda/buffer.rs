@@ -65,23 +65,14 @@ impl<T: Element> DeviceBuffer<T> {
         checked_bytes::<T>(len, "DeviceBuffer")?;
         stream.bind()?;
         let cu = stream.cudarc_stream();
-        let slice = cu
-            .alloc_zeros::<T::Storage>(len.max(1))
-            .map_err(cuda_err("cuMemAllocAsync / cuMemsetD8Async"))?;
+        let slice = cu.alloc_zeros::<T::Storage>(len.max(1)).map_err(cuda_err("cuMemAllocAsync / cuMemsetD8Async"))?;
         let address = {
             // Reading the address through cudarc's guard only makes the
             // allocation stream wait for (and record) its own work.
             let (address, _record) = slice.device_ptr(cu);
             address
         };
-        let buffer = DeviceBuffer {
-            slice,
-            len,
-            address,
-            device: stream.device().clone(),
-            id: next_buffer_id(),
-            _t: PhantomData,
-        };
+        let buffer = DeviceBuffer { slice, len, address, device: stream.device().clone(), id: next_buffer_id(), _t: PhantomData };
         buffer.device.check_deferred_error()?;
         Ok(buffer)
     }
@@ -142,10 +133,7 @@ impl<T: Element> DeviceBuffer<T> {
         stream.same_device(&self.device, "DeviceBuffer::device_ptr")?;
         stream.bind()?;
         let (address, record) = self.slice.device_ptr_mut(stream.cu());
-        Ok(DevicePtrGuard {
-            address,
-            _record: record,
-        })
+        Ok(DevicePtrGuard { address, _record: record })
     }
 
     /// Copies `src` into the first `src.len()` elements. **Blocks** until the
@@ -161,8 +149,7 @@ impl<T: Element> DeviceBuffer<T> {
             // SAFETY: the destination holds at least `src.len()` elements and
             // stays allocated (the guard borrows it); `src` stays borrowed until
             // the stream synchronization below has seen the copy complete.
-            unsafe { result::memcpy_htod_async(guard.address, as_storage(src), stream.as_raw()) }
-                .map_err(cuda_err("cuMemcpyHtoDAsync"))?;
+            unsafe { result::memcpy_htod_async(guard.address, as_storage(src), stream.as_raw()) }.map_err(cuda_err("cuMemcpyHtoDAsync"))?;
         }
         stream.synchronize()?;
         self.device.check_deferred_error()
@@ -204,8 +191,7 @@ impl<T: Element> DeviceBuffer<T> {
             // SAFETY: the source holds at least `dst.len()` elements; `dst` is
             // exclusively borrowed until the synchronization below has seen the
             // copy complete.
-            unsafe { result::memcpy_dtoh_async(dst, guard.address, stream.as_raw()) }
-                .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
+            unsafe { result::memcpy_dtoh_async(dst, guard.address, stream.as_raw()) }.map_err(cuda_err("cuMemcpyDtoHAsync"))?;
         }
         stream.synchronize()?;
         self.device.check_deferred_error()
@@ -218,12 +204,7 @@ impl<T: Element> DeviceBuffer<T> {
     }
 
     /// Like [`DeviceBuffer::copy_from_pinned`], for the first `count` elements only.
-    pub fn copy_from_pinned_n(
-        &mut self,
-        src: &mut PinnedBuffer<T>,
-        count: usize,
-        stream: &Stream,
-    ) -> Result<()> {
+    pub fn copy_from_pinned_n(&mut self, src: &mut PinnedBuffer<T>, count: usize, stream: &Stream) -> Result<()> {
         self.check_fits(count, "copy_from_pinned", "element count")?;
         src.check_fits(count, "copy_from_pinned")?;
         stream.same_device(src.device(), "DeviceBuffer::copy_from_pinned")?;
@@ -239,8 +220,7 @@ impl<T: Element> DeviceBuffer<T> {
             let (host, _record_src) = unsafe { src.cudarc_mut().stream_synced_slice(stream.cu()) };
             // SAFETY: both sides hold at least `count` elements and stay
             // allocated until the recorded work completes.
-            unsafe { result::memcpy_htod_async(guard.address, &host[..count], stream.as_raw()) }
-                .map_err(cuda_err("cuMemcpyHtoDAsync"))?;
+            unsafe { result::memcpy_htod_async(guard.address, &host[..count], stream.as_raw()) }.map_err(cuda_err("cuMemcpyHtoDAsync"))?;
         }
         self.device.check_deferred_error()
     }
@@ -252,12 +232,7 @@ impl<T: Element> DeviceBuffer<T> {
     }
 
     /// Like [`DeviceBuffer::copy_to_pinned`], for the first `count` elements only.
-    pub fn copy_to_pinned_n(
-        &mut self,
-        dst: &mut PinnedBuffer<T>,
-        count: usize,
-        stream: &Stream,
-    ) -> Result<()> {
+    pub fn copy_to_pinned_n(&mut self, dst: &mut PinnedBuffer<T>, count: usize, stream: &Stream) -> Result<()> {
         self.check_fits(count, "copy_to_pinned", "element count")?;
         dst.check_fits(count, "copy_to_pinned")?;
         stream.same_device(dst.device(), "DeviceBuffer::copy_to_pinned")?;
@@ -269,13 +244,10 @@ impl<T: Element> DeviceBuffer<T> {
             // SAFETY: as in `copy_from_pinned_n`; the host memory is written only
             // by this copy until the recorded event completes, and host views
             // wait for it.
-            let (host, _record_dst) =
-                unsafe { dst.cudarc_mut().stream_synced_mut_slice(stream.cu()) };
+            let (host, _record_dst) = unsafe { dst.cudarc_mut().stream_synced_mut_slice(stream.cu()) };
             // SAFETY: both sides hold at least `count` elements.
-            unsafe {
-                result::memcpy_dtoh_async(&mut host[..count], guard.address, stream.as_raw())
-            }
-            .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
+            unsafe { result::memcpy_dtoh_async(&mut host[..count], guard.address, stream.as_raw()) }
+                .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
         }
         self.device.check_deferred_error()
     }
@@ -308,8 +280,7 @@ impl<T: Element> DeviceBuffer<T> {
         {
             let guard = self.device_ptr(stream)?;
             // SAFETY: the allocation holds `bytes` bytes; zero is valid for every `T`.
-            unsafe { result::memset_d8_async(guard.address, 0, bytes, stream.as_raw()) }
-                .map_err(cuda_err("cuMemsetD8Async"))?;
+            unsafe { result::memset_d8_async(guard.address, 0, bytes, stream.as_raw()) }.map_err(cuda_err("cuMemsetD8Async"))?;
         }
         self.device.check_deferred_error()
     }
@@ -334,10 +305,7 @@ impl<T: Element> DeviceBuffer<T> {
         if count <= self.len {
             Ok(())
         } else {
-            Err(Error::InvalidArgument(format!(
-                "DeviceBuffer::{op}: {what} has {count} elements but the device buffer holds {}",
-                self.len
-            )))
+            Err(Error::InvalidArgument(format!("DeviceBuffer::{op}: {what} has {count} elements but the device buffer holds {}", self.len)))
         }
     }
 }

@@ -25,9 +25,7 @@ fn no_panic<R>(what: &str, f: impl FnOnce() -> R) -> Result<R> {
             .map(String::as_str)
             .or_else(|| payload.downcast_ref::<&str>().copied())
             .unwrap_or("unknown panic");
-        Error::CudaUnavailable(format!(
-            "{what}: the CUDA driver library is unusable: {msg}"
-        ))
+        Error::CudaUnavailable(format!("{what}: the CUDA driver library is unusable: {msg}"))
     })
 }
 
@@ -70,8 +68,7 @@ pub fn device_count() -> Result<usize> {
     if !init_driver()? {
         return Ok(0);
     }
-    let n = no_panic("cuDeviceGetCount", result::device::get_count)?
-        .map_err(cuda_err("cuDeviceGetCount"))?;
+    let n = no_panic("cuDeviceGetCount", result::device::get_count)?.map_err(cuda_err("cuDeviceGetCount"))?;
     Ok(usize::try_from(n).unwrap_or(0))
 }
 
@@ -82,10 +79,7 @@ pub fn driver_version() -> Result<(u32, u32)> {
     init_driver()?;
     let mut v: std::ffi::c_int = 0;
     // SAFETY: `v` is a valid out-pointer; the call needs no context.
-    no_panic("cuDriverGetVersion", || {
-        unsafe { sys::cuDriverGetVersion(&mut v) }.result()
-    })?
-    .map_err(cuda_err("cuDriverGetVersion"))?;
+    no_panic("cuDriverGetVersion", || unsafe { sys::cuDriverGetVersion(&mut v) }.result())?.map_err(cuda_err("cuDriverGetVersion"))?;
     let v = u32::try_from(v).unwrap_or(0);
     Ok((v / 1000, (v % 1000) / 10))
 }
@@ -118,17 +112,12 @@ impl Device {
     pub fn new(ordinal: usize) -> Result<Device> {
         let count = device_count()?;
         if count == 0 {
-            return Err(Error::CudaUnavailable(
-                "the CUDA driver is installed but reports no CUDA-capable device".to_owned(),
-            ));
+            return Err(Error::CudaUnavailable("the CUDA driver is installed but reports no CUDA-capable device".to_owned()));
         }
         if ordinal >= count {
-            return Err(Error::InvalidArgument(format!(
-                "CUDA device {ordinal} does not exist ({count} device(s): 0..{count})"
-            )));
+            return Err(Error::InvalidArgument(format!("CUDA device {ordinal} does not exist ({count} device(s): 0..{count})")));
         }
-        let ctx = no_panic("cuDevicePrimaryCtxRetain", || CudaContext::new(ordinal))?
-            .map_err(cuda_err("cuDevicePrimaryCtxRetain"))?;
+        let ctx = no_panic("cuDevicePrimaryCtxRetain", || CudaContext::new(ordinal))?.map_err(cuda_err("cuDevicePrimaryCtxRetain"))?;
         Ok(Device { ctx })
     }
 
@@ -144,10 +133,7 @@ impl Device {
 
     /// The compute capability as `(major, minor)`, e.g. `(9, 0)` for Hopper.
     pub fn compute_capability(&self) -> Result<(u32, u32)> {
-        let (major, minor) = self
-            .ctx
-            .compute_capability()
-            .map_err(cuda_err("cuDeviceGetAttribute"))?;
+        let (major, minor) = self.ctx.compute_capability().map_err(cuda_err("cuDeviceGetAttribute"))?;
         Ok((major.max(0) as u32, minor.max(0) as u32))
     }
 
@@ -173,9 +159,7 @@ impl Device {
 
     /// Returns (and clears) an error that a drop stored because it could not return it.
     pub fn check_deferred_error(&self) -> Result<()> {
-        self.ctx
-            .check_err()
-            .map_err(cuda_err("a deferred operation (drop or event record)"))
+        self.ctx.check_err().map_err(cuda_err("a deferred operation (drop or event record)"))
     }
 
     /// Escape hatch: the cudarc context.
@@ -194,8 +178,6 @@ impl Device {
 
     /// Makes this device's context current on the calling thread.
     pub(crate) fn bind(&self) -> Result<()> {
-        self.ctx
-            .bind_to_thread()
-            .map_err(cuda_err("cuCtxSetCurrent"))
+        self.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))
     }
 }

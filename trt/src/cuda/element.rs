@@ -51,15 +51,7 @@ pub trait Element:
     /// element itself, `u16` for the 16-bit floats (cudarc's `f16` feature is
     /// off) and `u8` for `bool`. Same size and alignment as `Self`.
     #[doc(hidden)]
-    type Storage: DeviceRepr
-        + ValidAsZeroBits
-        + bytemuck::Pod
-        + Default
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + Unpin
-        + 'static;
+    type Storage: DeviceRepr + ValidAsZeroBits + bytemuck::Pod + Default + std::fmt::Debug + Send + Sync + Unpin + 'static;
 
     /// `values` as storage, when every bit pattern is a valid `Self` (all but `bool`).
     #[doc(hidden)]
@@ -112,9 +104,7 @@ pub(crate) fn check_elements<T: Element>(storage: &[T::Storage]) -> crate::Resul
 }
 
 /// Mutable storage as elements, after checking every value is a valid `T`.
-pub(crate) fn check_elements_mut<T: Element>(
-    storage: &mut [T::Storage],
-) -> crate::Result<&mut [T]> {
+pub(crate) fn check_elements_mut<T: Element>(storage: &mut [T::Storage]) -> crate::Result<&mut [T]> {
     if bytemuck::checked::try_cast_slice::<_, T>(storage).is_err() {
         return Err(invalid::<T>(storage));
     }
@@ -122,10 +112,7 @@ pub(crate) fn check_elements_mut<T: Element>(
 }
 
 fn invalid<T: Element>(storage: &[T::Storage]) -> crate::Error {
-    let bad = storage
-        .iter()
-        .enumerate()
-        .find(|(_, s)| bytemuck::checked::try_cast::<T::Storage, T>(**s).is_err());
+    let bad = storage.iter().enumerate().find(|(_, s)| bytemuck::checked::try_cast::<T::Storage, T>(**s).is_err());
     let what = match bad {
         Some((i, s)) => format!("element {i} holds {s:?}"),
         None => "an element holds an invalid value".to_owned(),

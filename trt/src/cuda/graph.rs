@@ -47,12 +47,7 @@ impl<T: Element> sealed::Sealed for DeviceBuffer<T> {
 }
 impl<T: Element> GraphResource for DeviceBuffer<T> {
     fn describe(&self) -> String {
-        format!(
-            "DeviceBuffer<{}>[{}] at {:#x}",
-            T::DTYPE,
-            self.len(),
-            self.address()
-        )
+        format!("DeviceBuffer<{}>[{}] at {:#x}", T::DTYPE, self.len(), self.address())
     }
     fn device(&self) -> &Device {
         DeviceBuffer::device(self)
@@ -95,9 +90,7 @@ impl From<CaptureMode> for sys::CUstreamCaptureMode {
     fn from(m: CaptureMode) -> Self {
         match m {
             CaptureMode::Global => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
-            CaptureMode::ThreadLocal => {
-                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
-            }
+            CaptureMode::ThreadLocal => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
             CaptureMode::Relaxed => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
         }
     }
@@ -112,22 +105,22 @@ pub fn is_capture_error(err: &Error) -> bool {
     use sys::CUresult::*;
     matches!(err, Error::NotCapturable(_))
         || matches!(
-        err,
-        Error::Cuda {
-            source: DriverError(
-                CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
-                    | CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
-                    | CUDA_ERROR_STREAM_CAPTURE_MERGE
-                    | CUDA_ERROR_STREAM_CAPTURE_UNMATCHED
-                    | CUDA_ERROR_STREAM_CAPTURE_UNJOINED
-                    | CUDA_ERROR_STREAM_CAPTURE_ISOLATION
-                    | CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
-                    | CUDA_ERROR_CAPTURED_EVENT
-                    | CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD
-            ),
-            ..
-        }
-    )
+            err,
+            Error::Cuda {
+                source: DriverError(
+                    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+                        | CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+                        | CUDA_ERROR_STREAM_CAPTURE_MERGE
+                        | CUDA_ERROR_STREAM_CAPTURE_UNMATCHED
+                        | CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+                        | CUDA_ERROR_STREAM_CAPTURE_ISOLATION
+                        | CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+                        | CUDA_ERROR_CAPTURED_EVENT
+                        | CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD
+                ),
+                ..
+            }
+        )
 }
 
 #[derive(Debug, Clone)]
@@ -165,10 +158,7 @@ impl GraphCapture<'_> {
         }
         let id = sealed::Sealed::resource_id(resource);
         if !self.uses.iter().any(|u| u.id == id) {
-            self.uses.push(Use {
-                id,
-                description: resource.describe(),
-            });
+            self.uses.push(Use { id, description: resource.describe() });
         }
         Ok(())
     }
@@ -182,11 +172,7 @@ impl GraphCapture<'_> {
     }
 
     /// Captures a copy of all of `src` into the start of `dst`.
-    pub fn copy_pinned_to_device<T: Element>(
-        &mut self,
-        src: &PinnedBuffer<T>,
-        dst: &DeviceBuffer<T>,
-    ) -> Result<()> {
+    pub fn copy_pinned_to_device<T: Element>(&mut self, src: &PinnedBuffer<T>, dst: &DeviceBuffer<T>) -> Result<()> {
         if !self.prepare_copy(src, dst, src.len(), dst.len(), "copy_pinned_to_device")? {
             return Ok(());
         }
@@ -206,14 +192,7 @@ impl GraphCapture<'_> {
 
     /// What every captured copy does first: check sizes, register both
     /// buffers, bind the context. `false` when there is nothing to copy.
-    fn prepare_copy(
-        &mut self,
-        src: &dyn GraphResource,
-        dst: &dyn GraphResource,
-        src_len: usize,
-        dst_len: usize,
-        op: &str,
-    ) -> Result<bool> {
+    fn prepare_copy(&mut self, src: &dyn GraphResource, dst: &dyn GraphResource, src_len: usize, dst_len: usize, op: &str) -> Result<bool> {
         fits(src_len, dst_len, op)?;
         self.uses(src)?;
         self.uses(dst)?;
@@ -225,11 +204,7 @@ impl GraphCapture<'_> {
     }
 
     /// Captures a copy of all of `src` into the start of `dst`.
-    pub fn copy_device_to_pinned<T: Element>(
-        &mut self,
-        src: &DeviceBuffer<T>,
-        dst: &PinnedBuffer<T>,
-    ) -> Result<()> {
+    pub fn copy_device_to_pinned<T: Element>(&mut self, src: &DeviceBuffer<T>, dst: &PinnedBuffer<T>) -> Result<()> {
         if !self.prepare_copy(src, dst, src.len(), dst.len(), "copy_device_to_pinned")? {
             return Ok(());
         }
@@ -248,23 +223,12 @@ impl GraphCapture<'_> {
     }
 
     /// Captures a copy of all of `src` into the start of `dst`.
-    pub fn copy_device_to_device<T: Element>(
-        &mut self,
-        src: &DeviceBuffer<T>,
-        dst: &DeviceBuffer<T>,
-    ) -> Result<()> {
+    pub fn copy_device_to_device<T: Element>(&mut self, src: &DeviceBuffer<T>, dst: &DeviceBuffer<T>) -> Result<()> {
         if !self.prepare_copy(src, dst, src.len(), dst.len(), "copy_device_to_device")? {
             return Ok(());
         }
         // SAFETY: as in `copy_pinned_to_device`.
-        let r = unsafe {
-            result::memcpy_dtod_async(
-                dst.address(),
-                src.address(),
-                src.size_in_bytes(),
-                self.stream.cu_stream(),
-            )
-        };
+        let r = unsafe { result::memcpy_dtod_async(dst.address(), src.address(), src.size_in_bytes(), self.stream.cu_stream()) };
         r.map_err(cuda_err("cuMemcpyDtoDAsync (captured)"))
     }
 
@@ -276,14 +240,7 @@ impl GraphCapture<'_> {
         }
         self.device.bind()?;
         // SAFETY: as in `copy_pinned_to_device`; zero is valid for every element type.
-        let r = unsafe {
-            result::memset_d8_async(
-                dst.address(),
-                0,
-                dst.size_in_bytes(),
-                self.stream.cu_stream(),
-            )
-        };
+        let r = unsafe { result::memset_d8_async(dst.address(), 0, dst.size_in_bytes(), self.stream.cu_stream()) };
         r.map_err(cuda_err("cuMemsetD8Async (captured)"))
     }
 
@@ -305,9 +262,7 @@ fn fits(src: usize, dst: usize, op: &str) -> Result<()> {
     if src <= dst {
         Ok(())
     } else {
-        Err(Error::InvalidArgument(format!(
-            "GraphCapture::{op}: source has {src} elements but the destination holds {dst}"
-        )))
+        Err(Error::InvalidArgument(format!("GraphCapture::{op}: source has {src} elements but the destination holds {dst}")))
     }
 }
 
@@ -418,23 +373,10 @@ impl CudaGraph {
         F: FnOnce(&mut GraphCapture<'_>) -> Result<()>,
     {
         device.bind()?;
-        let stream = device
-            .ctx()
-            .new_stream()
-            .map_err(cuda_err("cuStreamCreate"))?;
-        stream
-            .begin_capture(mode.into())
-            .map_err(cuda_err("cuStreamBeginCapture"))?;
-        let mut active = ActiveCapture {
-            stream: &stream,
-            device,
-            ended: false,
-        };
-        let mut capture = GraphCapture {
-            stream: &stream,
-            device,
-            uses: Vec::new(),
-        };
+        let stream = device.ctx().new_stream().map_err(cuda_err("cuStreamCreate"))?;
+        stream.begin_capture(mode.into()).map_err(cuda_err("cuStreamBeginCapture"))?;
+        let mut active = ActiveCapture { stream: &stream, device, ended: false };
+        let mut capture = GraphCapture { stream: &stream, device, uses: Vec::new() };
         let recorded = record(&mut capture);
         let uses = capture.uses;
         device.bind()?;
@@ -444,39 +386,27 @@ impl CudaGraph {
                 if let Ok(g) = ended {
                     if !g.is_null() {
                         // SAFETY: the graph was just returned by the capture and is owned here.
-                        device
-                            .ctx()
-                            .record_err(unsafe { result::graph::destroy(g) });
+                        device.ctx().record_err(unsafe { result::graph::destroy(g) });
                     }
                 }
                 return Err(e);
             }
             (Ok(()), Err(e)) => return Err(cuda_err("cuStreamEndCapture")(e)),
             (Ok(()), Ok(g)) if g.is_null() => {
-                return Err(cuda_err("cuStreamEndCapture")(DriverError(
-                    sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
-                )))
+                return Err(cuda_err("cuStreamEndCapture")(DriverError(sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)))
             }
             (Ok(()), Ok(g)) => g,
         };
         // SAFETY: `graph` is a valid graph owned here.
-        let exec =
-            match unsafe { result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0)) } {
-                Ok(exec) => exec,
-                Err(e) => {
-                    // SAFETY: as above; destroyed once.
-                    device
-                        .ctx()
-                        .record_err(unsafe { result::graph::destroy(graph) });
-                    return Err(cuda_err("cuGraphInstantiate")(e));
-                }
-            };
-        Ok(CudaGraph {
-            graph,
-            exec,
-            device: device.clone(),
-            uses,
-        })
+        let exec = match unsafe { result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0)) } {
+            Ok(exec) => exec,
+            Err(e) => {
+                // SAFETY: as above; destroyed once.
+                device.ctx().record_err(unsafe { result::graph::destroy(graph) });
+                return Err(cuda_err("cuGraphInstantiate")(e));
+            }
+        };
+        Ok(CudaGraph { graph, exec, device: device.clone(), uses })
     }
 
     /// Replays the graph on `stream`.
@@ -486,18 +416,10 @@ impl CudaGraph {
     /// `stream` first waits for each buffer's earlier uses, and the launch is
     /// recorded as their latest use, so host views of pinned buffers wait for
     /// it. Asynchronous.
-    pub fn launch(
-        &mut self,
-        stream: &Stream,
-        resources: &mut [&mut dyn GraphResource],
-    ) -> Result<()> {
+    pub fn launch(&mut self, stream: &Stream, resources: &mut [&mut dyn GraphResource]) -> Result<()> {
         stream.same_device(&self.device, "CudaGraph::launch")?;
-        let missing: Vec<&str> = self
-            .uses
-            .iter()
-            .filter(|u| !resources.iter().any(|r| r.resource_id() == u.id))
-            .map(|u| u.description.as_str())
-            .collect();
+        let missing: Vec<&str> =
+            self.uses.iter().filter(|u| !resources.iter().any(|r| r.resource_id() == u.id)).map(|u| u.description.as_str()).collect();
         if !missing.is_empty() {
             return Err(Error::InvalidArgument(format!(
                 "CudaGraph::launch: the graph uses {} which {} not passed (every buffer the \
@@ -530,8 +452,7 @@ impl CudaGraph {
         stream.same_device(&self.device, "CudaGraph::upload")?;
         stream.bind()?;
         // SAFETY: valid, owned executable graph and stream.
-        unsafe { result::graph::upload(self.exec, stream.as_raw()) }
-            .map_err(cuda_err("cuGraphUpload"))
+        unsafe { result::graph::upload(self.exec, stream.as_raw()) }.map_err(cuda_err("cuGraphUpload"))
     }
 
     /// Descriptions of the buffers the graph uses, in first-use order.

@@ -121,12 +121,7 @@ pub(crate) fn next_buffer_id() -> u64 {
 
 /// Bytes for `len` elements of `T`, or an error when that overflows or exceeds `isize::MAX`.
 pub(crate) fn checked_bytes<T>(len: usize, what: &str) -> crate::Result<usize> {
-    len.checked_mul(std::mem::size_of::<T>())
-        .filter(|&b| b <= isize::MAX as usize)
-        .ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "{what} of {len} elements of {} bytes overflows the address space",
-                std::mem::size_of::<T>()
-            ))
-        })
+    len.checked_mul(std::mem::size_of::<T>()).filter(|&b| b <= isize::MAX as usize).ok_or_else(|| {
+        Error::InvalidArgument(format!("{what} of {len} elements of {} bytes overflows the address space", std::mem::size_of::<T>()))
+    })
 }

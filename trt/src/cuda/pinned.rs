@@ -65,20 +65,11 @@ impl<T: Element> PinnedBuffer<T> {
         // may return: always allocate at least one element.
         let alloc_len = len.max(1);
         checked_bytes::<T>(alloc_len, "PinnedBuffer")?;
-        let flags = sys::CU_MEMHOSTALLOC_PORTABLE
-            | if write_combined {
-                sys::CU_MEMHOSTALLOC_WRITECOMBINED
-            } else {
-                0
-            };
+        let flags = sys::CU_MEMHOSTALLOC_PORTABLE | if write_combined { sys::CU_MEMHOSTALLOC_WRITECOMBINED } else { 0 };
         // SAFETY: the memory is uninitialized until the `write_bytes` below;
         // nothing reads it before.
-        let mut slice = unsafe {
-            device
-                .ctx()
-                .alloc_pinned_with_flags::<T::Storage>(alloc_len, flags)
-        }
-        .map_err(cuda_err("cuMemHostAlloc"))?;
+        let mut slice =
+            unsafe { device.ctx().alloc_pinned_with_flags::<T::Storage>(alloc_len, flags) }.map_err(cuda_err("cuMemHostAlloc"))?;
         let ptr = slice.as_mut_ptr().map_err(cuda_err("cuEventSynchronize"))?;
         // SAFETY: `ptr` points to `alloc_len` elements just allocated and not
         // yet shared; zero is a valid value of every storage type.
@@ -126,10 +117,7 @@ impl<T: Element> PinnedBuffer<T> {
 
     /// Blocks until the last GPU operation that used this buffer has completed.
     pub fn synchronize(&self) -> Result<()> {
-        self.slice
-            .as_ptr()
-            .map(|_| ())
-            .map_err(cuda_err("cuEventSynchronize"))
+        self.slice.as_ptr().map(|_| ()).map_err(cuda_err("cuEventSynchronize"))
     }
 
     /// The elements, after waiting for the last GPU operation that used the buffer.
@@ -137,10 +125,7 @@ impl<T: Element> PinnedBuffer<T> {
     /// For `bool`, fails with [`Error::InvalidArgument`] if a byte is neither 0
     /// nor 1 (see [`Element`]).
     pub fn as_slice(&self) -> Result<&[T]> {
-        let all = self
-            .slice
-            .as_slice()
-            .map_err(cuda_err("cuEventSynchronize"))?;
+        let all = self.slice.as_slice().map_err(cuda_err("cuEventSynchronize"))?;
         check_elements::<T>(&all[..self.len])
     }
 
@@ -149,19 +134,13 @@ impl<T: Element> PinnedBuffer<T> {
     /// For `bool`, fails like [`PinnedBuffer::as_slice`] on bytes other than 0 and 1.
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
         let len = self.len;
-        let all = self
-            .slice
-            .as_mut_slice()
-            .map_err(cuda_err("cuEventSynchronize"))?;
+        let all = self.slice.as_mut_slice().map_err(cuda_err("cuEventSynchronize"))?;
         check_elements_mut::<T>(&mut all[..len])
     }
 
     /// The raw bytes, after waiting like [`PinnedBuffer::as_slice`]; never fails the `bool` check.
     pub fn as_bytes(&self) -> Result<&[u8]> {
-        let all = self
-            .slice
-            .as_slice()
-            .map_err(cuda_err("cuEventSynchronize"))?;
+        let all = self.slice.as_slice().map_err(cuda_err("cuEventSynchronize"))?;
         Ok(bytemuck::cast_slice(&all[..self.len]))
     }
 
@@ -174,10 +153,7 @@ impl<T: Element> PinnedBuffer<T> {
     /// [`PinnedBuffer::as_mut_slice`]).
     pub fn copy_from_slice(&mut self, src: &[T]) -> Result<()> {
         self.check_fits(src.len(), "copy_from_slice")?;
-        let all = self
-            .slice
-            .as_mut_slice()
-            .map_err(cuda_err("cuEventSynchronize"))?;
+        let all = self.slice.as_mut_slice().map_err(cuda_err("cuEventSynchronize"))?;
         all[..src.len()].copy_from_slice(as_storage(src));
         Ok(())
     }
@@ -221,11 +197,7 @@ impl<T: Element> PinnedBuffer<T> {
     }
 
     fn shape_error(&self, shape: &[usize], e: ndarray::ShapeError) -> Error {
-        Error::ShapeMismatch {
-            tensor: self.describe(),
-            expected: format!("{} elements", self.len),
-            got: format!("{shape:?}: {e}"),
-        }
+        Error::ShapeMismatch { tensor: self.describe(), expected: format!("{} elements", self.len), got: format!("{shape:?}: {e}") }
     }
 
     fn describe(&self) -> String {
@@ -236,10 +208,7 @@ impl<T: Element> PinnedBuffer<T> {
         if count <= self.len {
             Ok(())
         } else {
-            Err(Error::InvalidArgument(format!(
-                "{op}: {count} elements requested but the pinned buffer holds {}",
-                self.len
-            )))
+            Err(Error::InvalidArgument(format!("{op}: {count} elements requested but the pinned buffer holds {}", self.len)))
         }
     }
 

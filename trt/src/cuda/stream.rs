@@ -24,14 +24,8 @@ pub struct Stream {
 impl Stream {
     /// Creates a new non-blocking stream on `device`.
     pub fn new(device: &Device) -> Result<Stream> {
-        let inner = device
-            .ctx()
-            .new_stream()
-            .map_err(cuda_err("cuStreamCreate"))?;
-        Ok(Stream {
-            inner,
-            device: device.clone(),
-        })
+        let inner = device.ctx().new_stream().map_err(cuda_err("cuStreamCreate"))?;
+        Ok(Stream { inner, device: device.clone() })
     }
 
     /// The device this stream belongs to.
@@ -41,17 +35,13 @@ impl Stream {
 
     /// Blocks until all work enqueued on this stream so far has completed.
     pub fn synchronize(&self) -> Result<()> {
-        self.inner
-            .synchronize()
-            .map_err(cuda_err("cuStreamSynchronize"))
+        self.inner.synchronize().map_err(cuda_err("cuStreamSynchronize"))
     }
 
     /// Makes all future work on this stream wait until `event`'s recorded work completes.
     pub fn wait(&self, event: &Event) -> Result<()> {
         self.same_device(&event.device, "Stream::wait")?;
-        self.inner
-            .wait(&event.inner)
-            .map_err(cuda_err("cuStreamWaitEvent"))
+        self.inner.wait(&event.inner).map_err(cuda_err("cuStreamWaitEvent"))
     }
 
     /// The raw `CUstream`, which is also the runtime API's `cudaStream_t`
@@ -119,36 +109,24 @@ impl Event {
     }
 
     fn with_flags(device: &Device, flags: sys::CUevent_flags) -> Result<Event> {
-        let inner = device
-            .ctx()
-            .new_event(Some(flags))
-            .map_err(cuda_err("cuEventCreate"))?;
-        Ok(Event {
-            inner,
-            device: device.clone(),
-        })
+        let inner = device.ctx().new_event(Some(flags)).map_err(cuda_err("cuEventCreate"))?;
+        Ok(Event { inner, device: device.clone() })
     }
 
     /// Records the work enqueued on `stream` so far into this event.
     pub fn record(&self, stream: &Stream) -> Result<()> {
         stream.same_device(&self.device, "Event::record")?;
-        self.inner
-            .record(stream.cu())
-            .map_err(cuda_err("cuEventRecord"))
+        self.inner.record(stream.cu()).map_err(cuda_err("cuEventRecord"))
     }
 
     /// Blocks until the recorded work has completed (immediately if never recorded).
     pub fn synchronize(&self) -> Result<()> {
-        self.inner
-            .synchronize()
-            .map_err(cuda_err("cuEventSynchronize"))
+        self.inner.synchronize().map_err(cuda_err("cuEventSynchronize"))
     }
 
     /// Has the recorded work completed? Does not block.
     pub fn is_complete(&self) -> Result<bool> {
-        self.inner
-            .try_is_complete()
-            .map_err(cuda_err("cuEventQuery"))
+        self.inner.try_is_complete().map_err(cuda_err("cuEventQuery"))
     }
 
     /// Milliseconds between this event (the start) and `end`, after waiting for both.
@@ -156,13 +134,9 @@ impl Event {
     /// Both events must have been created with [`Event::new`] and recorded.
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
         if self.device != end.device {
-            return Err(Error::InvalidArgument(
-                "Event::elapsed_ms: the two events belong to different devices".to_owned(),
-            ));
+            return Err(Error::InvalidArgument("Event::elapsed_ms: the two events belong to different devices".to_owned()));
         }
-        self.inner
-            .elapsed_ms(&end.inner)
-            .map_err(cuda_err("cuEventElapsedTime"))
+        self.inner.elapsed_ms(&end.inner).map_err(cuda_err("cuEventElapsedTime"))
     }
 
     /// The device this event belongs to.
