@@ -429,7 +429,7 @@ impl<'b> Network<'b> {
             });
         }
         let (dtype, bytes) = data.to_bytes(self.state.precision);
-        let out = self.layer("addConstant", || Ok({ ffi::network_add_constant(self.pin(), dims, dtype.to_sys(), &bytes, expected) }))?;
+        let out = self.layer("addConstant", || Ok(ffi::network_add_constant(self.pin(), dims, dtype.to_sys(), &bytes, expected)))?;
         // The heap block does not move when the Box moves into the Vec.
         self.state.weights.borrow_mut().push(bytes);
         Ok(out)
@@ -454,7 +454,7 @@ impl<'b> Network<'b> {
     /// A (batched) matrix multiply.
     pub fn matmul(&self, a: Tensor<'_>, op_a: MatrixOp, b: Tensor<'_>, op_b: MatrixOp) -> Result<Tensor<'_>> {
         self.layer("addMatrixMultiply", || {
-            Ok({ ffi::network_add_matmul(self.pin(), self.own(a)?, op_a.to_sys(), self.own(b)?, op_b.to_sys()) })
+            Ok(ffi::network_add_matmul(self.pin(), self.own(a)?, op_a.to_sys(), self.own(b)?, op_b.to_sys()))
         })
     }
 
@@ -532,7 +532,7 @@ impl<'b> Network<'b> {
     /// A slice whose start, size and stride are shape tensors.
     pub fn slice_dynamic(&self, input: Tensor<'_>, start: Tensor<'_>, size: Tensor<'_>, stride: Tensor<'_>) -> Result<Tensor<'_>> {
         self.layer("addSlice", || {
-            Ok({ ffi::network_add_slice_dynamic(self.pin(), self.own(input)?, self.own(start)?, self.own(size)?, self.own(stride)?) })
+            Ok(ffi::network_add_slice_dynamic(self.pin(), self.own(input)?, self.own(start)?, self.own(size)?, self.own(stride)?))
         })
     }
 
