@@ -6,6 +6,7 @@
 //! | [`TokenizerPipeline`] | Hugging Face `tokenizer.json` → padded `[batch, seq_len]` i32/i64 tensors, written in place, in parallel |
 //! | [`Backend`] | the seam to a model executor: one batch of token tensors in, named outputs out ([`backend`]) |
 //! | [`ModelLayout`] | a model's token inputs, float outputs and the batch / sequence ranges it accepts |
+//! | [`TokenizerPipeline::tokenize_pairs`] | text pairs for cross-encoders (segments, `token_type_ids`, [`PairTruncation`]) |
 //! | [`TokenRow`] | one text's tokens, owned: tokenize at one moment ([`TokenizerPipeline::tokenize`]), pack into a batch later ([`TokenizerPipeline::pack`]) |
 //! | [`batching`] | dynamic batching: a [`Scheduler`](batching::Scheduler) over a [`Backend`] for many threads and tasks |
 //! | [`InputSpec`], [`EncodedBatch`] | which tensors an engine takes (name, role, dtype) and the caller's buffers for them |
@@ -107,7 +108,7 @@ pub use layout::{ModelLayout, OutputSpec};
 pub use model_folder::ModelFolder;
 pub use options::HelperOptions;
 pub use parallel::default_threads;
-pub use pipeline::{BatchLayout, Padding, PipelineBuilder, TokenizerPipeline, Truncation};
+pub use pipeline::{BatchLayout, Padding, PairTruncation, PipelineBuilder, TokenizerPipeline, Truncation, TruncationSide};
 pub use postprocess::{cls_pool, l2_normalize, mean_pool, softmax, top_k, FloatElement, Labels, MaskElement, Pooling, Prediction};
 pub use rows::TokenRow;
 pub use spec::{InputRole, InputSpec};

@@ -32,6 +32,9 @@ use crate::fast_path::FastWordPiece;
 use crate::parallel::build_pool;
 use crate::rows::{Chunk, Pad, Row, TokenRow, Tokens};
 
+mod pairs;
+pub use pairs::{PairTruncation, TruncationSide};
+
 /// What to do with a text longer than the maximum sequence length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]

@@ -75,6 +75,10 @@ impl TokenRow {
     pub fn truncated(&self) -> bool {
         self.truncated
     }
+
+    pub(crate) fn set_truncated(&mut self, truncated: bool) {
+        self.truncated = truncated;
+    }
 }
 
 /// One text's tokens, as the chunk holds them.
