@@ -26,6 +26,33 @@ pub enum Error {
         reason: String,
     },
 
+    /// No CUDA driver can be loaded or initialised.
+    #[error("no usable CUDA driver: {reason}")]
+    CudaDriver {
+        /// What the driver (or the loader) said.
+        reason: String,
+    },
+
+    /// A CUDA device index past the last GPU.
+    #[error("CUDA device {device} does not exist (the driver reports {count})")]
+    NoSuchDevice {
+        /// The index asked for.
+        device: u32,
+        /// How many devices there are.
+        count: usize,
+    },
+
+    /// An execution provider's library is missing or cannot be loaded.
+    #[error("{provider} cannot be used: {}: {reason}", library.display())]
+    ProviderLibrary {
+        /// The provider (`CUDAExecutionProvider`).
+        provider: &'static str,
+        /// The library file at fault.
+        library: PathBuf,
+        /// Why.
+        reason: String,
+    },
+
     /// A model file could not be read.
     #[error("cannot read {path}: {source}")]
     Io {

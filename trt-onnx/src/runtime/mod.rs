@@ -1,8 +1,10 @@
 //! ONNX Runtime: the library, loaded at run time like TensorRT
 //! ([`OrtLibrary`]), and sessions over one model each ([`Session`]).
 
+mod cuda;
 mod library;
 mod session;
 
+pub use cuda::{cuda_device_count, CudaOptions};
 pub use library::{OrtLibrary, MIN_MINOR_VERSION};
 pub use session::{ElementType, InputTensor, Optimization, OutputRef, OutputTensor, Provider, Session, SessionOptions, TensorInfo};

@@ -20,6 +20,7 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::session::{RunOptions, SessionInputValue};
 use ort::value::{DynValue, TensorElementType, TensorRef, ValueType};
 
+use super::cuda::{self, CudaOptions};
 use super::OrtLibrary;
 use crate::{Error, Result};
 
@@ -126,13 +127,45 @@ impl TensorInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Provider {
-    /// CUDA when the loaded library has it, else the CPU.
+    /// CUDA on the first GPU where the library has the CUDA provider, a
+    /// driver and a GPU are present and the provider registers; else the
+    /// CPU, with a log line that says why.
     #[default]
     Auto,
     /// The CPU only.
     Cpu,
-    /// CUDA; fails when the library lacks it.
-    Cuda,
+    /// CUDA on the GPU of this index; any reason it cannot run there is an
+    /// error ([`Error::ProviderLibrary`], [`Error::CudaDriver`],
+    /// [`Error::NoSuchDevice`]), never a fall-back to the CPU.
+    Cuda {
+        /// The device index, as the driver counts them.
+        device: u32,
+    },
+}
+
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Provider::Auto => f.write_str("auto"),
+            Provider::Cpu => f.write_str("cpu"),
+            Provider::Cuda { device } => write!(f, "cuda:{device}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Provider {
+    type Err = Error;
+    /// `auto`, `cpu`, `cuda` (device 0) or `cuda:N`.
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "auto" => Ok(Provider::Auto),
+            "cpu" => Ok(Provider::Cpu),
+            "cuda" => Ok(Provider::Cuda { device: 0 }),
+            other => other.strip_prefix("cuda:").and_then(|d| d.parse().ok()).map(|device| Provider::Cuda { device }).ok_or_else(|| {
+                Error::Unsupported { operation: "choosing a device", problem: format!("'{other}' is not auto, cpu, cuda or cuda:N") }
+            }),
+        }
+    }
 }
 
 /// How much ONNX Runtime rewrites the graph before running it.
@@ -161,11 +194,19 @@ pub struct SessionOptions {
     pub optimization: Optimization,
     /// Execution provider.
     pub provider: Provider,
+    /// Stream and CUDA graphs, where the session runs on CUDA.
+    pub cuda: CudaOptions,
 }
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        SessionOptions { intra_threads: 0, inter_threads: 1, optimization: Optimization::All, provider: Provider::Auto }
+        SessionOptions {
+            intra_threads: 0,
+            inter_threads: 1,
+            optimization: Optimization::All,
+            provider: Provider::Auto,
+            cuda: CudaOptions::default(),
+        }
     }
 }
 
@@ -288,7 +329,7 @@ pub struct Session {
     inner: ort::session::Session,
     inputs: Vec<TensorInfo>,
     outputs: Vec<TensorInfo>,
-    provider: &'static str,
+    placement: Placement,
     source: String,
 }
 
@@ -296,7 +337,7 @@ impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
             .field("source", &self.source)
-            .field("provider", &self.provider)
+            .field("placement", &self.placement)
             .field("inputs", &self.inputs)
             .field("outputs", &self.outputs)
             .finish()
@@ -324,10 +365,10 @@ impl Session {
         Ok(Self::wrap(inner, provider, source))
     }
 
-    fn wrap(inner: ort::session::Session, provider: &'static str, source: String) -> Self {
+    fn wrap(inner: ort::session::Session, placement: Placement, source: String) -> Self {
         let inputs = inner.inputs().iter().map(|o| TensorInfo::from_outlet(o.name(), o.dtype())).collect();
         let outputs = inner.outputs().iter().map(|o| TensorInfo::from_outlet(o.name(), o.dtype())).collect();
-        Session { inner, inputs, outputs, provider, source }
+        Session { inner, inputs, outputs, placement, source }
     }
 
     /// The model's inputs, in graph order.
@@ -343,7 +384,15 @@ impl Session {
     /// The execution provider the session asked for (`CPUExecutionProvider`,
     /// `CUDAExecutionProvider`).
     pub fn provider(&self) -> &str {
-        self.provider
+        self.placement.name()
+    }
+
+    /// The CUDA device the session runs on (`None`: the CPU).
+    pub fn cuda_device(&self) -> Option<u32> {
+        match self.placement {
+            Placement::Cuda(d) => Some(d),
+            Placement::Cpu => None,
+        }
     }
 
     /// Where the model came from (a path, or a note for bytes).
@@ -446,8 +495,24 @@ fn view<'a>(name: &str, value: &'a DynValue) -> Result<OutputRef<'a>> {
     })
 }
 
-/// A session builder with `options` applied, and the provider it asked for.
-fn builder(options: &SessionOptions, source: &str) -> Result<(ort::session::builder::SessionBuilder, &'static str)> {
+/// Where a session runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    Cpu,
+    Cuda(u32),
+}
+
+impl Placement {
+    fn name(self) -> &'static str {
+        match self {
+            Placement::Cpu => "CPUExecutionProvider",
+            Placement::Cuda(_) => "CUDAExecutionProvider",
+        }
+    }
+}
+
+/// A session builder with `options` applied, and where it runs.
+fn builder(options: &SessionOptions, source: &str) -> Result<(ort::session::builder::SessionBuilder, Placement)> {
     let library = OrtLibrary::load()?;
     let context = |what: &str| format!("{what} for {source}");
     let e = |what: &'static str| move |err: ort::Error| Error::ort(context(what), err);
@@ -466,24 +531,20 @@ fn builder(options: &SessionOptions, source: &str) -> Result<(ort::session::buil
     if options.inter_threads > 0 {
         b = b.with_inter_threads(options.inter_threads).map_err(|err| Error::ort(context("setting inter-op threads"), err))?;
     }
-    let cuda = match options.provider {
-        Provider::Cpu => false,
-        Provider::Auto => library.has_provider("CUDAExecutionProvider"),
-        Provider::Cuda if library.has_provider("CUDAExecutionProvider") => true,
-        Provider::Cuda => {
-            return Err(Error::LibraryUnusable {
-                path: library.path().to_owned(),
-                reason: format!("CUDA was asked for {source}, but this ONNX Runtime has only {}", library.providers().join(", ")),
-            })
+    let provider = match options.provider {
+        Provider::Cpu => Placement::Cpu,
+        Provider::Cuda { device } => {
+            cuda::register(&mut b, library, device, &options.cuda, source)?;
+            Placement::Cuda(device)
         }
+        Provider::Auto => match cuda::register(&mut b, library, 0, &options.cuda, source) {
+            Ok(()) => Placement::Cuda(0),
+            Err(why) => {
+                log::info!("{source}: ONNX Runtime runs on the CPU (CUDA cannot be used: {why})");
+                Placement::Cpu
+            }
+        },
     };
-    let provider = if cuda {
-        use ort::ep::ExecutionProvider;
-        ort::ep::CUDA::default().register(&mut b).map_err(|err| Error::ort(context("registering the CUDA execution provider"), err))?;
-        "CUDAExecutionProvider"
-    } else {
-        "CPUExecutionProvider"
-    };
-    log::info!("ONNX Runtime {} runs {source} on {provider}", library.version());
+    log::info!("ONNX Runtime {} runs {source} on {}", library.version(), provider.name());
     Ok((b, provider))
 }
