@@ -202,6 +202,11 @@ impl ScriptedBackendDouble {
         }
     }
 
+    /// How many batches have entered `run` so far.
+    pub fn started(&self) -> usize {
+        *self.started.lock().unwrap()
+    }
+
     /// The batches run so far, in the order they ran.
     pub fn ran(&self) -> Vec<RanBatch> {
         self.ran.lock().unwrap().clone()

@@ -163,6 +163,7 @@ fn max_batch_size_splits_a_backlog_and_a_request_across_batches() {
 fn a_preferred_size_is_cut_at_once_and_a_smaller_batch_waits_for_the_delay() {
     let mut c = config(8, Duration::from_secs(30));
     c.preferred_batch_sizes = vec![2, 4];
+    c.cut_when_idle = Some(false); // the delay even while the device idles
     let (double, s) = setup(c);
     double.open();
     let t0 = Instant::now();
@@ -183,7 +184,9 @@ fn a_preferred_size_is_cut_at_once_and_a_smaller_batch_waits_for_the_delay() {
 
 #[test]
 fn rows_arriving_within_the_delay_share_a_batch() {
-    let (double, s) = setup(config(8, Duration::from_millis(300)));
+    let mut c = config(8, Duration::from_millis(300));
+    c.cut_when_idle = Some(false);
+    let (double, s) = setup(c);
     double.open();
     let handles: Vec<Handle> = (0..3).map(|i| submit(&s, 10 + i, 6)).collect();
     for h in handles {
@@ -191,6 +194,48 @@ fn rows_arriving_within_the_delay_share_a_batch() {
         assert_eq!(r.rows()[0].batch_size, 3);
     }
     assert_eq!(tags(&double), [vec![10, 11, 12]]);
+}
+
+/// On one shared device (the double's default, as a GPU) a row is cut at
+/// once while nothing runs, whatever the delay; while a batch runs, rows
+/// wait the delay for company (an idle second worker does not take them),
+/// and once the device is idle again they go at once, together.
+#[test]
+fn an_idle_device_cuts_at_once_and_the_delay_applies_only_while_a_batch_runs() {
+    let c = config(8, Duration::from_secs(30));
+    let (double, s) = setup_with(c.clone(), double_layout(1, 64, MAX_SEQ), 2, Padding::Longest);
+    double.open();
+    let t0 = Instant::now();
+    finish(submit(&s, 10, 5)).unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(5), "a lone row on an idle device waited {:?}", t0.elapsed());
+    assert_eq!(s.metrics().executions, 1);
+    drop(s);
+
+    let (double, s) = setup_with(c.clone(), double_layout(1, 64, MAX_SEQ), 2, Padding::Longest);
+    let blocker = occupy(&double, &s);
+    let mut a = submit(&s, 20, 5);
+    let b = submit(&s, 21, 5);
+    // The second worker is idle, but the device is busy: the rows wait for the delay (30 s) ...
+    assert!(a.wait_timeout(Duration::from_millis(300)).is_none(), "a row was cut while a batch ran, before the delay");
+    assert_eq!(double.started(), 1, "only the blocker started");
+    // ... until the running batch ends: the device is idle, so both go at once, in one batch.
+    let t1 = Instant::now();
+    double.open();
+    finish(blocker).unwrap();
+    finish(a).unwrap();
+    finish(b).unwrap();
+    assert!(t1.elapsed() < Duration::from_secs(5), "rows waited {:?} after the device went idle", t1.elapsed());
+    assert_eq!(tags(&double), [vec![1], vec![20, 21]]);
+    drop(s);
+
+    // Side-by-side instances (CPU sessions) keep the delay as configured unless asked.
+    let double = Arc::new(ScriptedBackendDouble::new(double_layout(1, 64, MAX_SEQ), 2).parallel_instances(true));
+    let s = Scheduler::new(double.clone(), pipeline(Padding::Longest), c).unwrap();
+    double.open();
+    let mut lone = submit(&s, 30, 5);
+    assert!(lone.wait_timeout(Duration::from_millis(300)).is_none(), "parallel instances: a lone row was cut before the delay");
+    s.shutdown();
+    finish(lone).unwrap();
 }
 
 #[test]
@@ -293,6 +338,7 @@ fn run_spread(spread: Option<bool>, parallel_double: bool) -> Vec<usize> {
     let mut c = config(8, Duration::from_secs(30));
     c.preferred_batch_sizes = vec![8];
     c.spread_across_workers = spread;
+    c.cut_when_idle = Some(false);
     let double = Arc::new(ScriptedBackendDouble::new(double_layout(1, 64, MAX_SEQ), 4).parallel_instances(parallel_double));
     let s = Scheduler::new(double.clone(), pipeline(Padding::Longest), c).unwrap();
     double.open();
@@ -322,6 +368,7 @@ fn rows_the_share_left_queued_stay_due_until_workers_are_free() {
     let mut c = config(8, Duration::from_secs(30));
     c.preferred_batch_sizes = vec![8];
     c.spread_across_workers = Some(true);
+    c.cut_when_idle = Some(false);
     let double = Arc::new(ScriptedBackendDouble::new(double_layout(1, 64, MAX_SEQ), 4));
     let s = Scheduler::new(double.clone(), pipeline(Padding::Longest), c).unwrap();
     let first: Vec<Handle> = (0..8).map(|i| submit(&s, 10 + i, 6)).collect();

@@ -87,6 +87,7 @@ impl OrtBackend {
             inter_threads: 1,
             optimization: options.optimization,
             provider: options.provider,
+            ..SessionOptions::default()
         };
         let first = Session::from_file(path, &session_options)?;
         let layout = layout_of(&first, options, path)?;

@@ -69,6 +69,15 @@ pub struct BatchingConfig {
     /// never when it is cut. `None` (default): the backend says
     /// ([`parallel_instances`](crate::Backend::parallel_instances)).
     pub spread_across_workers: Option<bool>,
+    /// Whether a batch is cut at once, whatever `max_queue_delay` says, when
+    /// no batch is running: the delay then applies only while the device is
+    /// busy, since waiting for company while it idles only adds latency (one
+    /// client would pay the whole delay on every request). `None` (default):
+    /// on where the backend's instances share one device (a GPU:
+    /// [`parallel_instances`](crate::Backend::parallel_instances) is
+    /// `false`), off where they run side by side (CPU sessions, where the
+    /// delay is a chosen trade of latency for fuller batches).
+    pub cut_when_idle: Option<bool>,
     /// Most rows waiting at once; a request that would go past it is
     /// refused at once with [`SubmitError::Overloaded`](super::SubmitError::Overloaded). Default 4096.
     pub max_queue_size: usize,
@@ -93,6 +102,7 @@ impl Default for BatchingConfig {
             grouping: Grouping::default(),
             min_padding_efficiency: 0.0,
             spread_across_workers: None,
+            cut_when_idle: None,
             max_queue_size: 4096,
             priority_levels: 3,
             default_priority: 1,

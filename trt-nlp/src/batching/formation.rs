@@ -15,9 +15,10 @@
 //!    levels then join only if they are no longer than the batch's longest.
 //! 3. Cut now if the scheduler is draining, if the batch cannot grow (it is
 //!    full, or rows are left out by the limits), if a preferred size can be
-//!    formed (the largest one), if the oldest row has waited
-//!    `max_queue_delay`, or if a row's deadline falls before that. Otherwise
-//!    wait until the delay ends (or something arrives).
+//!    formed (the largest one), if no batch is running on the backend's
+//!    shared device (`device_idle`: waiting would only leave it idle), if the
+//!    oldest row has waited `max_queue_delay`, or if a row's deadline falls
+//!    before that. Otherwise wait until the delay ends (or something arrives).
 //! 4. A cut takes at most the scheduler's share of the queue per worker
 //!    (`spread_across_workers`), picked again by rules 1-2 at that size.
 //!
@@ -50,13 +51,16 @@ const POOL_PER_BATCH: usize = 16;
 /// of a batch whose longest row has `longest` tokens. When to cut is decided
 /// on the batch the settings allow; a cut then takes at most `max_rows` rows
 /// (the scheduler's share of the queue per worker), chosen by the same rules;
-/// `draining` cuts whatever is queued now.
+/// `draining` cuts whatever is queued now; `device_idle` (nothing runs on a
+/// device the workers share, and the settings cut then) cuts without waiting
+/// for the delay.
 pub(crate) fn decide(
     queue: &Queue,
     config: &BatchingConfig,
     padded_len: &dyn Fn(usize) -> usize,
     now: Instant,
     draining: bool,
+    device_idle: bool,
     max_rows: usize,
 ) -> Decision {
     let levels = queue.levels();
@@ -93,7 +97,7 @@ pub(crate) fn decide(
     }
     let head = &levels[head_level][0];
     let window_end = head.request.submitted.checked_add(config.max_queue_delay).unwrap_or(now);
-    if now >= window_end {
+    if device_idle || now >= window_end {
         return cap(picks);
     }
     let expires_first = picks.iter().any(|&(l, i)| levels[l][i].request.deadline.is_some_and(|d| d <= window_end));

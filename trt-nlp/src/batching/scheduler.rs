@@ -10,7 +10,9 @@
 //! worker is busy, so a queued request fails on time even when the model is
 //! busy (Triton's timeout fires only after the running execution,
 //! triton#7512). A batch is cut only for an idle worker, so rows keep
-//! waiting (and grouping) in the queue rather than in a backlog. Where the
+//! waiting (and grouping) in the queue rather than in a backlog. On one
+//! shared device (a GPU) a batch is cut at once when nothing runs on it:
+//! `max_queue_delay` applies only while a batch is running. Where the
 //! backend's instances run side by side (CPU sessions), a cut takes at most
 //! its share of the queue per worker, so that one worker does not run
 //! everything queued while the others' cores idle (closed-loop clients
@@ -64,6 +66,8 @@ struct Shared {
     /// Worker threads, and whether a cut takes only its share of the queue per worker.
     workers: usize,
     spread: bool,
+    /// Whether a cut is due at once when no batch is running.
+    cut_when_idle: bool,
     metrics: Arc<Metrics>,
     state: Mutex<State>,
     /// Wakes the batcher: a request arrived, a worker became idle, shutdown.
@@ -115,9 +119,11 @@ impl Scheduler {
         config.check(backend.layout(), &pipeline)?;
         let workers = config.workers.unwrap_or_else(|| backend.instances()).max(1);
         let spread = config.spread_across_workers.unwrap_or_else(|| backend.parallel_instances());
+        let cut_when_idle = config.cut_when_idle.unwrap_or_else(|| !backend.parallel_instances());
         let shared = Arc::new(Shared {
             workers,
             spread,
+            cut_when_idle,
             metrics: Arc::new(Metrics::new(config.max_batch_size)),
             state: Mutex::new(State {
                 queue: Queue::new(config.priority_levels),
@@ -284,7 +290,9 @@ fn cut_batches(s: &Shared, st: &mut State, now: Instant) -> Option<Instant> {
     // Fixed for this round of cuts, so the rows queued now split evenly.
     let share = if s.spread { st.queue.len().div_ceil(s.workers) } else { usize::MAX };
     while let Some(&w) = st.idle.last() {
-        match decide(&st.queue, &s.config, &padded_len, now, st.closing || st.deferred > 0, share) {
+        // Every worker idle: nothing runs on the device, so a wait would leave it idle.
+        let device_idle = s.cut_when_idle && st.idle.len() == s.workers;
+        match decide(&st.queue, &s.config, &padded_len, now, st.closing || st.deferred > 0, device_idle, share) {
             Decision::Idle => {
                 st.deferred = 0;
                 return None;
