@@ -75,6 +75,12 @@ impl Server {
         server
     }
 
+    /// The server's process id (for descriptor counts; not every user of this file needs it).
+    #[allow(dead_code)]
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
     /// SIGTERM, then the exit status (killed after `within`).
     pub fn terminate(mut self, within: Duration) -> ExitStatus {
         let mut child = self.child.take().unwrap();

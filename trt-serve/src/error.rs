@@ -7,7 +7,8 @@
 //! | [`ServeError::InvalidArgument`] | 400 | `INVALID_ARGUMENT` | malformed JSON, protobuf or binary framing; unknown tensor; wrong dtype or shape |
 //! | [`ServeError::TooLarge`] | 413 | `RESOURCE_EXHAUSTED` | body, element count or text over a [`crate::limits::Limits`] bound |
 //! | [`ServeError::NotFound`] | 404 | `NOT_FOUND` | unknown model or version |
-//! | [`ServeError::Unavailable`] | 503 | `UNAVAILABLE` | model not ready, overloaded, queue timeout, shutting down |
+//! | [`ServeError::Unavailable`] | 503 | `UNAVAILABLE` | model not ready, overloaded, queue or inference timeout, shutting down |
+//! | [`ServeError::RequestTimeout`] | 408 | `DEADLINE_EXCEEDED` | the client did not send its request body in time |
 //! | [`ServeError::Unsupported`] | 501 | `UNIMPLEMENTED` | a protocol feature `trt serve` does not implement |
 //! | [`ServeError::Internal`] | 500 | `INTERNAL` | the backend failed while running a batch |
 
@@ -32,6 +33,9 @@ pub enum ServeError {
     /// A protocol feature this server does not implement.
     #[error("{0}")]
     Unsupported(String),
+    /// The client was too slow sending its request.
+    #[error("{0}")]
+    RequestTimeout(String),
     /// The backend failed.
     #[error("{0}")]
     Internal(String),
@@ -54,6 +58,7 @@ impl ServeError {
             ServeError::NotFound(_) => StatusCode::NOT_FOUND,
             ServeError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ServeError::Unsupported(_) => StatusCode::NOT_IMPLEMENTED,
+            ServeError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ServeError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -66,6 +71,7 @@ impl ServeError {
             ServeError::NotFound(_) => tonic::Code::NotFound,
             ServeError::Unavailable(_) => tonic::Code::Unavailable,
             ServeError::Unsupported(_) => tonic::Code::Unimplemented,
+            ServeError::RequestTimeout(_) => tonic::Code::DeadlineExceeded,
             ServeError::Internal(_) => tonic::Code::Internal,
         }
     }

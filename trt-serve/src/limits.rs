@@ -17,6 +17,10 @@ pub struct Limits {
     pub max_queue: usize,
     /// How long an unload or a version switch waits for requests in flight.
     pub drain_timeout: Duration,
+    /// Longest time one inference request may take from admission to its
+    /// answer (503 past it); `None`: no bound beyond the schedule policy's
+    /// queue timeout.
+    pub infer_timeout: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -27,6 +31,7 @@ impl Default for Limits {
             max_text_bytes: 64 << 10,
             max_queue: 1024,
             drain_timeout: Duration::from_secs(30),
+            infer_timeout: Some(Duration::from_secs(60)),
         }
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use crate::connections::Transport;
 use crate::service::Service;
 
 /// Where the server listens (port 0: any free port).
@@ -40,8 +41,20 @@ pub struct Listeners {
     metrics: TcpListener,
 }
 
+/// The listen backlog: connections the kernel completes before they are
+/// accepted (capped by `net.core.somaxconn`). tokio's default, 1024, drops
+/// SYNs in a burst of new clients, which then wait seconds to retry.
+const BACKLOG: u32 = 4096;
+
 async fn bind(addr: SocketAddr, what: &str) -> std::io::Result<TcpListener> {
-    TcpListener::bind(addr).await.map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen for {what} on {addr}: {e}")))
+    let listen = || {
+        let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+        #[cfg(unix)]
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        socket.listen(BACKLOG)
+    };
+    listen().map_err(|e: std::io::Error| std::io::Error::new(e.kind(), format!("cannot listen for {what} on {addr}: {e}")))
 }
 
 impl Listeners {
@@ -59,29 +72,45 @@ impl Listeners {
         Ok(Bound { http: self.http.local_addr()?, grpc: self.grpc.local_addr()?, metrics: self.metrics.local_addr()? })
     }
 
-    /// Serves `service` until `shutdown` completes, then drains and unloads.
-    pub async fn serve(self, service: Arc<Service>, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    /// Serves `service` under `transport`'s bounds until `shutdown`
+    /// completes, then drains and unloads.
+    pub async fn serve(
+        self,
+        service: Arc<Service>,
+        transport: &Transport,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         let (tx, rx) = tokio::sync::watch::channel(false);
-        let stopped = move || {
-            let mut rx = rx.clone();
-            async move {
-                let _ = rx.wait_for(|&s| s).await;
-            }
-        };
-        let http = axum::serve(self.http, crate::http::router(service.clone())).with_graceful_shutdown(stopped());
-        let metrics = axum::serve(self.metrics, crate::http::metrics_router(service.clone())).with_graceful_shutdown(stopped());
-        let grpc = tonic::transport::Server::builder()
+        let drain = service.repository.limits().drain_timeout;
+        let http = crate::connections::serve_http(
+            self.http,
+            crate::http::router(service.clone()),
+            transport.clone(),
+            transport.max_connections,
+            rx.clone(),
+            drain,
+        );
+        let metrics = crate::connections::serve_http(
+            self.metrics,
+            crate::http::metrics_router(service.clone()),
+            transport.clone(),
+            crate::connections::METRICS_MAX_CONNECTIONS,
+            rx.clone(),
+            drain,
+        );
+        let mut grpc_stopped = rx.clone();
+        let grpc = crate::connections::grpc_builder(transport)
             .add_service(crate::grpc::server(service.clone()))
-            .serve_with_incoming_shutdown(tonic::transport::server::TcpIncoming::from(self.grpc).with_nodelay(Some(true)), stopped());
+            .serve_with_incoming_shutdown(crate::connections::grpc_incoming(self.grpc, transport, rx), async move {
+                let _ = grpc_stopped.wait_for(|&s| s).await;
+            });
         let trigger = async move {
             shutdown.await;
             log::info!("shutting down: no new connections; requests in flight finish");
             let _ = tx.send(true);
         };
-        let (_, h, g, m) = tokio::join!(trigger, http, grpc, metrics);
+        let (_, _, g, _) = tokio::join!(trigger, http, grpc, metrics);
         service.repository.shutdown().await;
-        h?;
-        m?;
         g.map_err(std::io::Error::other)?;
         Ok(())
     }
@@ -118,6 +147,8 @@ pub struct ServeOptions {
     pub ports: Ports,
     /// Limits.
     pub limits: crate::limits::Limits,
+    /// Connection timeouts and caps.
+    pub transport: Transport,
     /// How versions are opened.
     pub loader: crate::loader::NlpLoader,
 }
@@ -134,6 +165,6 @@ pub fn run(options: ServeOptions, on_ready: impl FnOnce(Bound)) -> Result<(), cr
         repository.load_all().await;
         let service = Arc::new(Service { repository, metrics: Arc::new(crate::metrics::Metrics::new()) });
         on_ready(bound);
-        listeners.serve(service, shutdown_signal()).await.map_err(io)
+        listeners.serve(service, &options.transport, shutdown_signal()).await.map_err(io)
     })
 }

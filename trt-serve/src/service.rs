@@ -222,7 +222,13 @@ impl Service {
         let labels = [name, v.as_str()];
         let m = &self.metrics;
         m.pending_requests.with_label_values(&labels).inc();
-        let result = self.infer_on(&served, request).await;
+        let result = match self.repository.limits().infer_timeout {
+            None => self.infer_on(&served, request).await,
+            // Dropping the request on time-out frees its queue slot (the dispatcher's guards).
+            Some(t) => tokio::time::timeout(t, self.infer_on(&served, request)).await.unwrap_or_else(|_| {
+                Err(ServeError::Unavailable(format!("model '{name}' version {v}: no answer within the inference timeout of {t:?}")))
+            }),
+        };
         let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         served.last_inference_ms.store(now_ms, std::sync::atomic::Ordering::Relaxed);
         m.pending_requests.with_label_values(&labels).dec();

@@ -11,6 +11,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use trt_serve::connections::Transport;
 use trt_serve::limits::Limits;
 use trt_serve::loader::NlpLoader;
 use trt_serve::server::{Ports, ServeOptions};
@@ -63,6 +64,50 @@ pub struct Args {
     /// Seconds an unload or version switch waits for requests in flight.
     #[arg(long, default_value_t = Limits::default().drain_timeout.as_secs())]
     pub drain_seconds: u64,
+
+    /// Seconds one inference request may take, admission to answer (503 past it; 0: no bound).
+    #[arg(long, default_value_t = secs(Limits::default().infer_timeout))]
+    pub infer_timeout_secs: u64,
+
+    /// Seconds a client may take to send a request's head (HTTP) or the HTTP/2 preface (gRPC).
+    #[arg(long, default_value_t = Transport::default().header_timeout.as_secs())]
+    pub header_timeout_secs: u64,
+
+    /// Seconds an HTTP keep-alive connection stays open with no request in flight.
+    #[arg(long, default_value_t = Transport::default().idle_timeout.as_secs())]
+    pub idle_timeout_secs: u64,
+
+    /// Seconds a client may take to send a whole request body (408 past it).
+    #[arg(long, default_value_t = Transport::default().body_timeout.as_secs())]
+    pub body_timeout_secs: u64,
+
+    /// Most connections open at once on each of the HTTP and gRPC listeners (keep it under `ulimit -n`).
+    #[arg(long, default_value_t = Transport::default().max_connections)]
+    pub max_connections: usize,
+
+    /// Most concurrent HTTP/2 streams per connection (gRPC and HTTP/2).
+    #[arg(long, default_value_t = Transport::default().grpc_max_streams)]
+    pub grpc_max_streams: u32,
+
+    /// Seconds between HTTP/2 keepalive pings on gRPC connections.
+    #[arg(long, default_value_t = Transport::default().grpc_keepalive_interval.as_secs())]
+    pub grpc_keepalive_secs: u64,
+
+    /// Seconds a gRPC keepalive ping may go unanswered before the connection closes.
+    #[arg(long, default_value_t = Transport::default().grpc_keepalive_timeout.as_secs())]
+    pub grpc_keepalive_timeout_secs: u64,
+}
+
+fn secs(d: Option<Duration>) -> u64 {
+    d.map_or(0, |d| d.as_secs())
+}
+
+/// A whole-seconds flag as a duration; 0 is refused where it would mean "close at once".
+fn positive(secs: u64, flag: &str) -> Result<Duration> {
+    if secs == 0 {
+        return Err(CliError::new(format!("--{flag} must be at least 1 second")));
+    }
+    Ok(Duration::from_secs(secs))
 }
 
 /// Server logs (the `log` facade) on stderr.
@@ -95,13 +140,26 @@ pub fn run(a: Args, verbose: u8) -> Result<()> {
         max_text_bytes: a.max_text_bytes,
         max_queue: a.max_queue,
         drain_timeout: Duration::from_secs(a.drain_seconds),
+        infer_timeout: (a.infer_timeout_secs > 0).then(|| Duration::from_secs(a.infer_timeout_secs)),
+    };
+    if a.max_connections == 0 || a.grpc_max_streams == 0 {
+        return Err(CliError::new("--max-connections and --grpc-max-streams must be at least 1"));
+    }
+    let transport = Transport {
+        header_timeout: positive(a.header_timeout_secs, "header-timeout-secs")?,
+        idle_timeout: positive(a.idle_timeout_secs, "idle-timeout-secs")?,
+        body_timeout: positive(a.body_timeout_secs, "body-timeout-secs")?,
+        max_connections: a.max_connections,
+        grpc_max_streams: a.grpc_max_streams,
+        grpc_keepalive_interval: positive(a.grpc_keepalive_secs, "grpc-keepalive-secs")?,
+        grpc_keepalive_timeout: positive(a.grpc_keepalive_timeout_secs, "grpc-keepalive-timeout-secs")?,
     };
     let ports = Ports {
         http: SocketAddr::new(a.host, a.http_port),
         grpc: SocketAddr::new(a.host, a.grpc_port),
         metrics: SocketAddr::new(a.host, a.metrics_port),
     };
-    let options = ServeOptions { repository: a.model_repository, ports, limits, loader };
+    let options = ServeOptions { repository: a.model_repository, ports, limits, transport, loader };
     trt_serve::server::run(options, |bound| {
         println!("trt serve: http={} grpc={} metrics={}", bound.http, bound.grpc, bound.metrics);
         let _ = std::io::stdout().flush();
