@@ -120,7 +120,7 @@ fn half_open_and_slow_clients_are_disconnected_and_valid_ones_served() {
         s.set_nonblocking(true).unwrap();
         half_open.push(s);
     }
-    let mut silent_grpc: Vec<TcpStream> = (0..n.min(50)).map(|_| TcpStream::connect(&server.grpc).unwrap()).collect();
+    let silent_grpc: Vec<TcpStream> = (0..n.min(50)).map(|_| TcpStream::connect(&server.grpc).unwrap()).collect();
     for s in &silent_grpc {
         s.set_nonblocking(true).unwrap();
     }
