@@ -46,13 +46,23 @@ impl Server {
     /// Starts `trt` (`binary`) serving `repo` with `extra` flags; waits (at
     /// most `ready_within`) for the line that says every model is loaded.
     pub fn start(binary: &Path, repo: &Path, extra: &[&str], ready_within: Duration) -> Server {
+        Self::spawn(binary, repo, extra, ready_within, Stdio::inherit())
+    }
+
+    /// [`Server::start`] with the server's log (stderr) written to `log`.
+    #[allow(dead_code)]
+    pub fn start_logging_to(binary: &Path, repo: &Path, extra: &[&str], ready_within: Duration, log: &Path) -> Server {
+        Self::spawn(binary, repo, extra, ready_within, std::fs::File::create(log).unwrap().into())
+    }
+
+    fn spawn(binary: &Path, repo: &Path, extra: &[&str], ready_within: Duration, stderr: Stdio) -> Server {
         let mut child = Command::new(binary)
             .args(["serve", "--model-repository"])
             .arg(repo)
             .args(["--host", "127.0.0.1", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"])
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("trt serve starts");
         let stdout = child.stdout.take().unwrap();

@@ -8,6 +8,7 @@
 //! | [`ServeError::TooLarge`] | 413 | `RESOURCE_EXHAUSTED` | body, element count or text over a [`crate::limits::Limits`] bound |
 //! | [`ServeError::NotFound`] | 404 | `NOT_FOUND` | unknown model or version |
 //! | [`ServeError::Unavailable`] | 503 | `UNAVAILABLE` | model not ready, overloaded, queue or inference timeout, shutting down |
+//! | [`ServeError::Unauthenticated`] | 401 | `UNAUTHENTICATED` | a missing or wrong API key |
 //! | [`ServeError::RequestTimeout`] | 408 | `DEADLINE_EXCEEDED` | the client did not send its request body in time |
 //! | [`ServeError::Unsupported`] | 501 | `UNIMPLEMENTED` | a protocol feature `trt serve` does not implement |
 //! | [`ServeError::Internal`] | 500 | `INTERNAL` | the backend failed while running a batch |
@@ -33,6 +34,9 @@ pub enum ServeError {
     /// A protocol feature this server does not implement.
     #[error("{0}")]
     Unsupported(String),
+    /// The request lacks the API key its route needs.
+    #[error("{0}")]
+    Unauthenticated(String),
     /// The client was too slow sending its request.
     #[error("{0}")]
     RequestTimeout(String),
@@ -59,6 +63,7 @@ impl ServeError {
             ServeError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ServeError::Unsupported(_) => StatusCode::NOT_IMPLEMENTED,
             ServeError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            ServeError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
             ServeError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -72,6 +77,7 @@ impl ServeError {
             ServeError::Unavailable(_) => tonic::Code::Unavailable,
             ServeError::Unsupported(_) => tonic::Code::Unimplemented,
             ServeError::RequestTimeout(_) => tonic::Code::DeadlineExceeded,
+            ServeError::Unauthenticated(_) => tonic::Code::Unauthenticated,
             ServeError::Internal(_) => tonic::Code::Internal,
         }
     }

@@ -16,12 +16,14 @@
 //! | | [`loader`] | a version folder opened through trt-nlp (model folder, backend for the platform, tokenizer) |
 //! | | [`metrics`] | Prometheus metrics under Triton's names |
 //! | process | [`server`] | listeners, graceful shutdown on Ctrl-C / SIGTERM |
+//! | | [`auth`] | API keys (`Authorization: Bearer`) around every HTTP route and gRPC method |
 //! | | [`connections`] | connection caps, header / idle / body timeouts, gRPC streams and keepalive |
 //!
 //! Dependencies point down the table; the backends (TensorRT, ONNX Runtime)
 //! are reached only through trt-nlp's `Backend` trait.
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod config;
 pub mod connections;
 pub mod dispatch;

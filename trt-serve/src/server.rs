@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use crate::auth::Access;
 use crate::connections::Transport;
 use crate::service::Service;
 
@@ -78,13 +79,17 @@ impl Listeners {
         self,
         service: Arc<Service>,
         transport: &Transport,
+        access: &Access,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let (tx, rx) = tokio::sync::watch::channel(false);
         let drain = service.repository.limits().drain_timeout;
+        let access = Arc::new(access.clone());
+        // The checks wrap the whole router and the whole gRPC service, so every route is covered.
+        let guard = |router: axum::Router| router.layer(axum::middleware::from_fn_with_state(access.clone(), crate::auth::http));
         let http = crate::connections::serve_http(
             self.http,
-            crate::http::router(service.clone()),
+            guard(crate::http::router(service.clone())),
             transport.clone(),
             transport.max_connections,
             rx.clone(),
@@ -92,7 +97,7 @@ impl Listeners {
         );
         let metrics = crate::connections::serve_http(
             self.metrics,
-            crate::http::metrics_router(service.clone()),
+            guard(crate::http::metrics_router(service.clone())),
             transport.clone(),
             crate::connections::METRICS_MAX_CONNECTIONS,
             rx.clone(),
@@ -100,6 +105,7 @@ impl Listeners {
         );
         let mut grpc_stopped = rx.clone();
         let grpc = crate::connections::grpc_builder(transport)
+            .layer(crate::auth::GrpcAuthLayer(access.clone()))
             .add_service(crate::grpc::server(service.clone()))
             .serve_with_incoming_shutdown(crate::connections::grpc_incoming(self.grpc, transport, rx), async move {
                 let _ = grpc_stopped.wait_for(|&s| s).await;
@@ -149,6 +155,8 @@ pub struct ServeOptions {
     pub limits: crate::limits::Limits,
     /// Connection timeouts and caps.
     pub transport: Transport,
+    /// API keys.
+    pub access: Access,
     /// How versions are opened.
     pub loader: crate::loader::NlpLoader,
 }
@@ -165,6 +173,6 @@ pub fn run(options: ServeOptions, on_ready: impl FnOnce(Bound)) -> Result<(), cr
         repository.load_all().await;
         let service = Arc::new(Service { repository, metrics: Arc::new(crate::metrics::Metrics::new()) });
         on_ready(bound);
-        listeners.serve(service, &options.transport, shutdown_signal()).await.map_err(io)
+        listeners.serve(service, &options.transport, &options.access, shutdown_signal()).await.map_err(io)
     })
 }

@@ -11,6 +11,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use trt_serve::auth::{Access, ApiKey};
 use trt_serve::connections::Transport;
 use trt_serve::limits::Limits;
 use trt_serve::loader::NlpLoader;
@@ -96,6 +97,47 @@ pub struct Args {
     /// Seconds a gRPC keepalive ping may go unanswered before the connection closes.
     #[arg(long, default_value_t = Transport::default().grpc_keepalive_timeout.as_secs())]
     pub grpc_keepalive_timeout_secs: u64,
+
+    /// API key required as `Authorization: Bearer KEY` on every route but health and metrics
+    /// (prefer --api-key-file or TRT_SERVE_API_KEY: a flag shows in the process list).
+    #[arg(long, value_name = "KEY", conflicts_with = "api_key_file")]
+    pub api_key: Option<String>,
+
+    /// File holding the API key (one line).
+    #[arg(long, value_name = "FILE")]
+    pub api_key_file: Option<PathBuf>,
+
+    /// Key required on the repository routes (index, load, unload) [default: the API key]
+    /// (or --admin-api-key-file, or TRT_SERVE_ADMIN_API_KEY).
+    #[arg(long, value_name = "KEY", conflicts_with = "admin_api_key_file")]
+    pub admin_api_key: Option<String>,
+
+    /// File holding the admin key (one line).
+    #[arg(long, value_name = "FILE")]
+    pub admin_api_key_file: Option<PathBuf>,
+
+    /// Health routes need the API key too (they are open by default, for probes).
+    #[arg(long)]
+    pub auth_health: bool,
+
+    /// `/metrics` needs the API key too (open by default, for scrapers).
+    #[arg(long)]
+    pub auth_metrics: bool,
+}
+
+/// A key from its flag, its file, or its environment variable, in that order.
+fn key(flag: Option<String>, file: Option<&std::path::Path>, env: &str) -> Result<Option<ApiKey>> {
+    let value = match (flag, file) {
+        (Some(k), _) => Some(k),
+        (None, Some(f)) => Some(
+            std::fs::read_to_string(f)
+                .map_err(|e| CliError::new(format!("cannot read the key file {}: {e}", f.display())))?
+                .trim_end_matches(['\r', '\n'])
+                .to_string(),
+        ),
+        (None, None) => std::env::var(env).ok(),
+    };
+    value.map(|k| ApiKey::new(k).map_err(|e| CliError::new(format!("{env}: {e}")))).transpose()
 }
 
 fn secs(d: Option<Duration>) -> u64 {
@@ -154,12 +196,21 @@ pub fn run(a: Args, verbose: u8) -> Result<()> {
         grpc_keepalive_interval: positive(a.grpc_keepalive_secs, "grpc-keepalive-secs")?,
         grpc_keepalive_timeout: positive(a.grpc_keepalive_timeout_secs, "grpc-keepalive-timeout-secs")?,
     };
+    let access = Access {
+        api_key: key(a.api_key, a.api_key_file.as_deref(), "TRT_SERVE_API_KEY")?,
+        admin_api_key: key(a.admin_api_key, a.admin_api_key_file.as_deref(), "TRT_SERVE_ADMIN_API_KEY")?,
+        protect_health: a.auth_health,
+        protect_metrics: a.auth_metrics,
+    };
+    if (a.auth_health || a.auth_metrics) && access.api_key.is_none() {
+        return Err(CliError::new("--auth-health and --auth-metrics need an API key (--api-key, --api-key-file or TRT_SERVE_API_KEY)"));
+    }
     let ports = Ports {
         http: SocketAddr::new(a.host, a.http_port),
         grpc: SocketAddr::new(a.host, a.grpc_port),
         metrics: SocketAddr::new(a.host, a.metrics_port),
     };
-    let options = ServeOptions { repository: a.model_repository, ports, limits, transport, loader };
+    let options = ServeOptions { repository: a.model_repository, ports, limits, transport, access, loader };
     trt_serve::server::run(options, |bound| {
         println!("trt serve: http={} grpc={} metrics={}", bound.http, bound.grpc, bound.metrics);
         let _ = std::io::stdout().flush();
