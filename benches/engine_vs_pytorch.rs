@@ -39,44 +39,44 @@ fn run() -> Result<(), String> {
         std::env::var("TRT_BENCH_BATCHES").unwrap_or_else(|_| "1,32,128".into()).split(',').filter_map(|b| b.trim().parse().ok()).collect();
     let max_batch = *batches.iter().max().ok_or("no batch sizes")?;
     let deps = trt::setup_dir();
-    let e = |e: trt::Error| e.to_string();
 
-    let device = Device::new(0).map_err(e)?;
-    let (major, minor) = device.compute_capability().map_err(e)?;
-    let gpu = format!("{} (compute capability {major}.{minor})", device.name().map_err(e)?);
-    let builder = Builder::new().map_err(e)?;
+    let device = Device::new(0).map_err(|e| e.to_string())?;
+    let (major, minor) = device.compute_capability().map_err(|e| e.to_string())?;
+    let gpu = format!("{} (compute capability {major}.{minor})", device.name().map_err(|e| e.to_string())?);
+    let builder = Builder::new().map_err(|e| e.to_string())?;
     let cache = EngineCache::new(deps.join("cache"));
     let (plan, _) = cache
         .get_or_build(&builder, deps.join("models/minilm/model_fp16.onnx"), |c| {
             c.add_profile(ProfileSpec::new().with_all(&INPUTS, ShapeRange::new(&[1, 1], &[max_batch, seq], &[max_batch, seq])))?;
             Ok(())
         })
-        .map_err(e)?;
-    let (free_before, _) = device.memory_info().map_err(e)?;
-    let engine = Runtime::new().map_err(e)?.deserialize_on(plan.as_bytes(), &device).map_err(|err| format!("{err} (on {gpu})"))?;
-    let mut context = ExecutionContext::new(&engine).map_err(e)?;
-    let stream = Stream::new(&device).map_err(e)?;
+        .map_err(|e| e.to_string())?;
+    let (free_before, _) = device.memory_info().map_err(|e| e.to_string())?;
+    let engine =
+        Runtime::new().map_err(|e| e.to_string())?.deserialize_on(plan.as_bytes(), &device).map_err(|err| format!("{err} (on {gpu})"))?;
+    let mut context = ExecutionContext::new(&engine).map_err(|e| e.to_string())?;
+    let stream = Stream::new(&device).map_err(|e| e.to_string())?;
 
     let n = (max_batch * seq) as usize;
     let ids_host: Vec<i32> = (0..n).map(|i| 1000 + (i % 1000) as i32).collect();
-    let mut ids = DeviceBuffer::from_slice(&ids_host, &stream).map_err(e)?;
-    let mut mask = DeviceBuffer::from_slice(&vec![1i32; n], &stream).map_err(e)?;
-    let mut types = DeviceBuffer::<i32>::zeros(n, &stream).map_err(e)?;
-    let mut logits = DeviceBuffer::<f16>::zeros(max_batch as usize * 2, &stream).map_err(e)?;
-    let mut hidden = DeviceBuffer::<f16>::zeros(n * 384, &stream).map_err(e)?;
-    let (free_after, _) = device.memory_info().map_err(e)?;
+    let mut ids = DeviceBuffer::from_slice(&ids_host, &stream).map_err(|e| e.to_string())?;
+    let mut mask = DeviceBuffer::from_slice(&vec![1i32; n], &stream).map_err(|e| e.to_string())?;
+    let mut types = DeviceBuffer::<i32>::zeros(n, &stream).map_err(|e| e.to_string())?;
+    let mut logits = DeviceBuffer::<f16>::zeros(max_batch as usize * 2, &stream).map_err(|e| e.to_string())?;
+    let mut hidden = DeviceBuffer::<f16>::zeros(n * 384, &stream).map_err(|e| e.to_string())?;
+    let (free_after, _) = device.memory_info().map_err(|e| e.to_string())?;
     // Engine weights + context activations + this bench's I/O buffers.
     let engine_mib = (free_before.saturating_sub(free_after)) as f64 / (1 << 20) as f64;
 
     let mut rust = Vec::new();
     for &b in &batches {
         for name in INPUTS {
-            context.set_input_shape(name, &[b, seq]).map_err(e)?;
+            context.set_input_shape(name, &[b, seq]).map_err(|e| e.to_string())?;
         }
-        let (start, end) = (Event::new(&device).map_err(e)?, Event::new(&device).map_err(e)?);
+        let (start, end) = (Event::new(&device).map_err(|e| e.to_string())?, Event::new(&device).map_err(|e| e.to_string())?);
         for i in 0..5 + iterations {
             if i == 5 {
-                start.record(&stream).map_err(e)?;
+                start.record(&stream).map_err(|e| e.to_string())?;
             }
             let bindings = Bindings::new(&stream)
                 .bind("input_ids", &mut ids)
@@ -84,13 +84,13 @@ fn run() -> Result<(), String> {
                 .and_then(|x| x.bind("token_type_ids", &mut types))
                 .and_then(|x| x.bind("logits", &mut logits))
                 .and_then(|x| x.bind("last_hidden_state", &mut hidden))
-                .map_err(e)?;
+                .map_err(|e| e.to_string())?;
             // Waiting per batch mirrors a serving loop; the GPU timing uses events.
-            context.enqueue(bindings).map_err(e)?.wait().map_err(e)?;
+            context.enqueue(bindings).map_err(|e| e.to_string())?.wait().map_err(|e| e.to_string())?;
         }
-        end.record(&stream).map_err(e)?;
-        end.synchronize().map_err(e)?;
-        let ms = start.elapsed_ms(&end).map_err(e)? as f64 / iterations as f64;
+        end.record(&stream).map_err(|e| e.to_string())?;
+        end.synchronize().map_err(|e| e.to_string())?;
+        let ms = start.elapsed_ms(&end).map_err(|e| e.to_string())? as f64 / iterations as f64;
         rust.push((b, b as f64 * 1000.0 / ms, ms));
     }
 

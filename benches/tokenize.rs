@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use trt::DataType;
+use trt_nlp::ElementType;
 use trt_nlp::{EncodedBatch, InputSpec, TokenizerPipeline};
 
 #[path = "support/texts.rs"]
@@ -73,7 +73,7 @@ fn bench_rust(tokenizer_json: &PathBuf, texts: &[String], threads: usize, repeat
     assert_eq!(pipeline.uses_fast_path(), fast, "MiniLM's tokenizer takes the fast path");
     let n = pipeline.buffer_len(BATCH);
     let (mut ids, mut mask, mut types) = (vec![0i32; n], vec![0i32; n], vec![0i32; n]);
-    let [s_ids, s_mask, s_types] = InputSpec::bert(DataType::Int32).expect("i32 specs");
+    let [s_ids, s_mask, s_types] = InputSpec::bert(ElementType::I32).expect("i32 specs");
     let mut pass = || {
         let mut tokens = 0;
         for chunk in texts.chunks(BATCH) {

@@ -13,8 +13,8 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use ndarray::{Array2, Array3};
-use trt::DataType;
 use trt_nlp::backend::{Fill, Read};
+use trt_nlp::ElementType;
 use trt_nlp::{Backend, EncodedBatch, Error, InputRole, InputSpec, ModelLayout, OutputSpec, OutputView, Outputs, Result, TokenRow};
 
 /// A row whose second id is this makes the scripted double fail its batch.
@@ -24,12 +24,12 @@ pub const PANIC_TAG: u32 = 998;
 
 /// The double's layout: i32 `input_ids` and `attention_mask`, outputs `hidden` and `logits`.
 pub fn double_layout(min_batch: usize, max_batch: usize, max_seq: usize) -> ModelLayout {
-    let spec = |role: InputRole| InputSpec::new(role.default_name(), role, DataType::Int32).unwrap();
+    let spec = |role: InputRole| InputSpec::new(role.default_name(), role, ElementType::I32).unwrap();
     ModelLayout::new(
         vec![spec(InputRole::InputIds), spec(InputRole::AttentionMask)],
         vec![
-            OutputSpec { name: "hidden".into(), dtype: DataType::Float, rank: 3 },
-            OutputSpec { name: "logits".into(), dtype: DataType::Float, rank: 2 },
+            OutputSpec { name: "hidden".into(), dtype: ElementType::F32, rank: 3 },
+            OutputSpec { name: "logits".into(), dtype: ElementType::F32, rank: 2 },
         ],
         min_batch..=max_batch,
         1..=max_seq,

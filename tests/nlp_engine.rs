@@ -38,11 +38,11 @@ fn minilm_io(dtype: DataType) -> Vec<IoTensor> {
 fn layout_is_discovered_from_engine_io() {
     for dtype in [DataType::Int32, DataType::Int64] {
         let l = ModelLayout::from_io(&minilm_io(dtype)).unwrap();
-        let roles: Vec<_> = l.inputs.iter().map(|i| (i.role, i.dtype)).collect();
+        let roles: Vec<_> = l.inputs.iter().map(|i| (i.role, trt::DataType::from(i.dtype))).collect();
         assert_eq!(roles, [(InputRole::InputIds, dtype), (InputRole::AttentionMask, dtype), (InputRole::TokenTypeIds, dtype)]);
         assert_eq!((l.min_batch, l.max_batch, l.min_seq, l.max_seq), (1, 32, 16, 128));
         assert_eq!(l.output_of_rank(2).unwrap().name, "logits");
-        assert_eq!(l.output_of_rank(3).unwrap().dtype, DataType::Half);
+        assert_eq!(l.output_of_rank(3).unwrap().dtype, trt_nlp::ElementType::F16);
     }
 }
 
@@ -74,7 +74,7 @@ fn the_range_every_input_and_profile_accepts_is_used() {
 fn rows_are_padded_to_the_profile_minimum_sequence() {
     let tokenizer = trt::setup_dir().join("minilm/tokenizer.json");
     let pipeline = trt_nlp::TokenizerPipeline::builder(128).min_len(16).threads(1).from_file(&tokenizer).unwrap();
-    let [ids, mask, types] = trt_nlp::InputSpec::bert(DataType::Int32).unwrap();
+    let [ids, mask, types] = trt_nlp::InputSpec::bert(trt_nlp::ElementType::I32).unwrap();
     let n = pipeline.buffer_len(1);
     let (mut a, mut b, mut c) = (vec![0i32; n], vec![0i32; n], vec![0i32; n]);
     let mut batch = trt_nlp::EncodedBatch::new().with(ids, &mut a).unwrap().with(mask, &mut b).unwrap().with(types, &mut c).unwrap();

@@ -8,7 +8,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use trt::DataType;
+use trt_nlp::ElementType;
 use trt_nlp::{BatchLayout, EncodedBatch, Error, InputRole, InputSpec, Padding, TokenizerPipeline, Truncation};
 
 /// Texts that stress normalisation, pre-tokenization, truncation and padding.
@@ -68,12 +68,12 @@ struct Encoded {
     types: Vec<i64>,
 }
 
-fn encode(p: &TokenizerPipeline, texts: &[String], dtype: DataType) -> Encoded {
+fn encode(p: &TokenizerPipeline, texts: &[String], dtype: ElementType) -> Encoded {
     let [s_ids, s_mask, s_types] = InputSpec::bert(dtype).unwrap();
     let n = p.buffer_len(texts.len());
     // Sentinel values show whether padding positions were really written.
     match dtype {
-        DataType::Int32 => {
+        ElementType::I32 => {
             let (mut ids, mut mask, mut types) = (vec![-7i32; n], vec![-7i32; n], vec![-7i32; n]);
             let mut out = EncodedBatch::new();
             out.bind(s_ids, &mut ids).unwrap().bind(s_mask, &mut mask).unwrap().bind(s_types, &mut types).unwrap();
@@ -82,7 +82,7 @@ fn encode(p: &TokenizerPipeline, texts: &[String], dtype: DataType) -> Encoded {
             let widen = |v: Vec<i32>| v[..used].iter().map(|&x| i64::from(x)).collect();
             Encoded { ids: widen(ids), mask: widen(mask), types: widen(types), layout }
         }
-        DataType::Int64 => {
+        ElementType::I64 => {
             let (mut ids, mut mask, mut types) = (vec![-7i64; n], vec![-7i64; n], vec![-7i64; n]);
             let mut out = EncodedBatch::new();
             out.bind(s_ids, &mut ids).unwrap().bind(s_mask, &mut mask).unwrap().bind(s_types, &mut types).unwrap();
@@ -109,7 +109,7 @@ fn matches_python_i32_padded_to_longest() {
     let texts = corpus();
     let want = reference(&texts, json!({"max_len": 128}));
     for fast in [true, false] {
-        let got = encode(&pipeline(128, Padding::Longest, 2, fast), &texts, DataType::Int32);
+        let got = encode(&pipeline(128, Padding::Longest, 2, fast), &texts, ElementType::I32);
         assert_matches(&got, &want, &format!("i32 longest, fast path {fast}"));
         // The file's own fixed padding (128) is overridden: only the long text reaches it.
         assert_eq!(got.layout.seq_len, 128);
@@ -122,7 +122,7 @@ fn matches_python_i64_padded_to_longest() {
     let texts = corpus();
     let want = reference(&texts, json!({"max_len": 128}));
     for fast in [true, false] {
-        let got = encode(&pipeline(128, Padding::Longest, 2, fast), &texts, DataType::Int64);
+        let got = encode(&pipeline(128, Padding::Longest, 2, fast), &texts, ElementType::I64);
         assert_matches(&got, &want, &format!("i64 longest, fast path {fast}"));
     }
 }
@@ -135,7 +135,7 @@ fn matches_python_in_small_mixed_batches_on_one_and_two_threads() {
         assert_eq!(p.threads(), threads);
         for chunk in texts.chunks(4) {
             let want = reference(chunk, json!({"max_len": 128}));
-            let got = encode(&p, chunk, DataType::Int32);
+            let got = encode(&p, chunk, ElementType::I32);
             assert_matches(&got, &want, &format!("chunk on {threads} thread(s)"));
             assert!(got.layout.seq_len <= 128);
         }
@@ -147,7 +147,7 @@ fn matches_python_with_buckets() {
     let short: Vec<String> = corpus().into_iter().filter(|t| t.len() < 200).collect();
     for bucket in [8, 16, 32] {
         let want = reference(&short, json!({"max_len": 128, "pad_to_multiple_of": bucket}));
-        let got = encode(&pipeline(128, Padding::Bucket(bucket), 2, true), &short, DataType::Int64);
+        let got = encode(&pipeline(128, Padding::Bucket(bucket), 2, true), &short, ElementType::I64);
         assert_matches(&got, &want, &format!("bucket {bucket}"));
         assert_eq!(got.layout.seq_len % bucket, 0);
     }
@@ -158,7 +158,7 @@ fn bucket_is_clamped_to_max_len() {
     let texts = corpus();
     // The long text truncates to 40; rounding up to 32 would give 64.
     let want = reference(&texts, json!({"max_len": 40, "pad_to_multiple_of": 32}));
-    let got = encode(&pipeline(40, Padding::Bucket(32), 2, true), &texts, DataType::Int32);
+    let got = encode(&pipeline(40, Padding::Bucket(32), 2, true), &texts, ElementType::I32);
     assert_eq!(got.layout.seq_len, 40);
     assert_matches(&got, &want, "clamped bucket");
 }
@@ -167,7 +167,7 @@ fn bucket_is_clamped_to_max_len() {
 fn pads_to_max() {
     let texts = vec!["one".to_owned(), "two words".to_owned()];
     let want = reference(&texts, json!({"max_len": 64, "pad_to_max": true}));
-    let got = encode(&pipeline(64, Padding::Max, 1, true), &texts, DataType::Int32);
+    let got = encode(&pipeline(64, Padding::Max, 1, true), &texts, ElementType::I32);
     assert_eq!(got.layout.shape(), [2, 64]);
     assert_matches(&got, &want, "max");
 }
@@ -177,7 +177,7 @@ fn truncates_like_python_and_keeps_special_tokens() {
     let texts = corpus();
     let want = reference(&texts, json!({"max_len": 16}));
     for fast in [true, false] {
-        let got = encode(&pipeline(16, Padding::Longest, 2, fast), &texts, DataType::Int64);
+        let got = encode(&pipeline(16, Padding::Longest, 2, fast), &texts, ElementType::I64);
         assert_matches(&got, &want, &format!("max_len 16, fast path {fast}"));
         let long_row = &got.ids[7 * 16..8 * 16];
         assert_eq!((long_row[0], long_row[15]), (101, 102), "[CLS] ... [SEP] survive truncation");
@@ -195,7 +195,7 @@ fn max_len_below_the_special_tokens_is_a_typed_error_not_a_panic() {
         |truncation| TokenizerPipeline::builder(1).add_special_tokens(false).truncation(truncation).from_file(support::tokenizer_json());
     assert!(matches!(build(Truncation::Truncate), Err(Error::InvalidConfig(_))));
     let p = build(Truncation::Reject).unwrap();
-    let got = encode(&p, &["a".to_string()], DataType::Int32);
+    let got = encode(&p, &["a".to_string()], ElementType::I32);
     assert_eq!(got.layout.lengths, [1]);
 }
 
@@ -216,7 +216,7 @@ fn truncation_is_reported_on_both_paths_without_special_tokens() {
                 .threads(1)
                 .from_file(support::tokenizer_json())
                 .unwrap();
-            let got = encode(&p, &texts, DataType::Int32);
+            let got = encode(&p, &texts, ElementType::I32);
             // Without special tokens the texts have 4, 10, 8 and 5 (a full row, not cut) tokens; with them 2 more.
             let want: &[usize] = if special { &[0, 1, 2, 3] } else { &[1, 2] };
             assert_eq!(got.layout.truncated, want, "special tokens {special}, fast path {fast}");
@@ -231,7 +231,7 @@ fn without_special_tokens_matches_python() {
     for fast in [true, false] {
         let p = TokenizerPipeline::builder(32).add_special_tokens(false).fast_path(fast).from_file(support::tokenizer_json()).unwrap();
         assert_eq!(p.uses_fast_path(), fast);
-        assert_matches(&encode(&p, &texts, DataType::Int32), &want, &format!("no special tokens, fast path {fast}"));
+        assert_matches(&encode(&p, &texts, ElementType::I32), &want, &format!("no special tokens, fast path {fast}"));
     }
 }
 
@@ -305,8 +305,8 @@ fn random_ascii(n: usize) -> Vec<String> {
 fn fast_path_equals_tokenizers_and_python_on_random_ascii() {
     let texts = random_ascii(3000);
     let want = reference(&texts, json!({"max_len": 64}));
-    let fast = encode(&pipeline(64, Padding::Longest, 2, true), &texts, DataType::Int64);
-    let slow = encode(&pipeline(64, Padding::Longest, 2, false), &texts, DataType::Int64);
+    let fast = encode(&pipeline(64, Padding::Longest, 2, true), &texts, ElementType::I64);
+    let slow = encode(&pipeline(64, Padding::Longest, 2, false), &texts, ElementType::I64);
     assert_matches(&slow, &want, "random ASCII, tokenizers path");
     assert_matches(&fast, &want, "random ASCII, fast path");
     assert_eq!(fast.layout.truncated, slow.layout.truncated);
@@ -344,7 +344,7 @@ fn other_tokenizer_recipes_fall_back_or_match() {
         let p = TokenizerPipeline::builder(128).threads(2).from_file(&path).unwrap();
         assert_eq!(p.uses_fast_path(), expect_fast, "{name}");
         let want = reference(&texts, json!({"max_len": 128, "tokenizer": path}));
-        assert_matches(&encode(&p, &texts, DataType::Int32), &want, name);
+        assert_matches(&encode(&p, &texts, ElementType::I32), &want, name);
     }
 }
 
@@ -361,7 +361,7 @@ fn reject_names_the_text_and_its_token_count_and_writes_nothing() {
             .from_file(support::tokenizer_json())
             .unwrap();
         let mut ids = vec![-7i32; p.buffer_len(texts.len())];
-        let mut out = EncodedBatch::new().with(InputSpec::bert(DataType::Int32).unwrap()[0].clone(), &mut ids).unwrap();
+        let mut out = EncodedBatch::new().with(InputSpec::bert(ElementType::I32).unwrap()[0].clone(), &mut ids).unwrap();
         match p.encode_into(&texts, &mut out) {
             Err(Error::TooLong { index: 7, tokens, max_len: 128 }) => assert_eq!(tokens, full_len),
             other => panic!("expected TooLong for text 7, got {other:?}"),
@@ -372,7 +372,7 @@ fn reject_names_the_text_and_its_token_count_and_writes_nothing() {
         // Texts that fit are encoded as with truncation.
         let fits: Vec<String> = texts.iter().filter(|t| t.len() < 200).cloned().collect();
         let want = reference(&fits, json!({"max_len": 128}));
-        assert_matches(&encode(&p, &fits, DataType::Int32), &want, "reject mode, all fit");
+        assert_matches(&encode(&p, &fits, ElementType::I32), &want, "reject mode, all fit");
     }
 }
 
@@ -380,7 +380,7 @@ fn reject_names_the_text_and_its_token_count_and_writes_nothing() {
 fn empty_batch_is_an_empty_layout() {
     let p = pipeline(128, Padding::Bucket(16), 2, true);
     let mut ids: Vec<i64> = Vec::new();
-    let mut out = EncodedBatch::new().with(InputSpec::bert(DataType::Int64).unwrap()[0].clone(), &mut ids).unwrap();
+    let mut out = EncodedBatch::new().with(InputSpec::bert(ElementType::I64).unwrap()[0].clone(), &mut ids).unwrap();
     let layout = p.encode_into(&[] as &[&str], &mut out).unwrap();
     assert_eq!(layout, BatchLayout::default());
     assert_eq!(layout.shape(), [0, 0]);
@@ -391,7 +391,7 @@ fn buffer_too_small_names_tensor_and_sizes() {
     let p = pipeline(128, Padding::Longest, 2, true);
     let texts = ["Hello, world!", "Short."]; // longest: [CLS] hello , world ! [SEP] = 6
     let (mut ids, mut mask) = (vec![-7i32; 12], vec![-7i32; 11]);
-    let [s_ids, s_mask, _] = InputSpec::bert(DataType::Int32).unwrap();
+    let [s_ids, s_mask, _] = InputSpec::bert(ElementType::I32).unwrap();
     let mut out = EncodedBatch::new().with(s_ids, &mut ids).unwrap().with(s_mask, &mut mask).unwrap();
     match p.encode_into(&texts, &mut out) {
         Err(e @ Error::BufferTooSmall { .. }) => {
@@ -411,9 +411,9 @@ fn writes_only_bound_tensors_under_custom_names() {
     let mut mask = vec![-7i64; 64];
     let mut ids = vec![-7i32; 64];
     let mut out = EncodedBatch::new()
-        .with(InputSpec::new("mask", InputRole::AttentionMask, DataType::Int64).unwrap(), &mut mask)
+        .with(InputSpec::new("mask", InputRole::AttentionMask, ElementType::I64).unwrap(), &mut mask)
         .unwrap()
-        .with(InputSpec::new("ids", InputRole::InputIds, DataType::Int32).unwrap(), &mut ids)
+        .with(InputSpec::new("ids", InputRole::InputIds, ElementType::I32).unwrap(), &mut ids)
         .unwrap();
     let layout = p.encode_into(&["a b".to_owned(), "a".to_owned()], &mut out).unwrap();
     assert_eq!(layout.shape(), [2, 4]);
@@ -426,21 +426,21 @@ fn writes_only_bound_tensors_under_custom_names() {
 fn binding_checks_dtypes_and_names() {
     let mut a = vec![0i32; 4];
     let mut b = vec![0i64; 4];
-    let spec64 = InputSpec::new("input_ids", InputRole::InputIds, DataType::Int64).unwrap();
+    let spec64 = InputSpec::new("input_ids", InputRole::InputIds, ElementType::I64).unwrap();
     let mut out = EncodedBatch::new();
     assert!(matches!(
         out.bind(spec64.clone(), &mut a),
-        Err(Error::DtypeMismatch { declared: DataType::Int64, buffer: DataType::Int32, .. })
+        Err(Error::DtypeMismatch { declared: ElementType::I64, buffer: ElementType::I32, .. })
     ));
     out.bind(spec64.clone(), &mut b).unwrap();
     let mut c = vec![0i64; 4];
     assert!(matches!(out.bind(spec64, &mut c), Err(Error::DuplicateTensor(name)) if name == "input_ids"));
     assert!(matches!(
-        InputSpec::new("x", InputRole::InputIds, DataType::Float),
-        Err(Error::UnsupportedDtype { dtype: DataType::Float, .. })
+        InputSpec::new("x", InputRole::InputIds, ElementType::F32),
+        Err(Error::UnsupportedDtype { dtype: ElementType::F32, .. })
     ));
     // Public fields can be set to anything; binding checks again.
-    let bad = InputSpec { name: "x".into(), role: InputRole::InputIds, dtype: DataType::Half };
+    let bad = InputSpec { name: "x".into(), role: InputRole::InputIds, dtype: ElementType::F16 };
     assert!(matches!(EncodedBatch::new().bind(bad, &mut a), Err(Error::UnsupportedDtype { .. })));
 }
 
@@ -473,7 +473,7 @@ fn pipeline_is_send_and_sync_and_usable_from_threads() {
     let want = reference(&texts, json!({"max_len": 128}));
     std::thread::scope(|s| {
         for _ in 0..3 {
-            s.spawn(|| assert_matches(&encode(&p, &texts, DataType::Int32), &want, "concurrent"));
+            s.spawn(|| assert_matches(&encode(&p, &texts, ElementType::I32), &want, "concurrent"));
         }
     });
 }

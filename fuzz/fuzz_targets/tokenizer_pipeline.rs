@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use tokenizers::Tokenizer;
-use trt::DataType;
+use trt_nlp::ElementType;
 use trt_nlp::{EncodedBatch, Error, InputRole, InputSpec, Padding, TokenizerPipeline, Truncation};
 
 /// Maximum lengths tried: the edges (at and just above the 2 special tokens) and BERT's limit.
@@ -219,7 +219,7 @@ fn run(p: &TokenizerPipeline, texts: &[String], input: &Input) -> (Outcome, Opti
             (r, widen(ids), widen(mask), input.bind_type_ids.then(|| widen(types)))
         }};
     }
-    let (r, ids, mask, type_ids) = if input.i64_tensors { encode!(i64, DataType::Int64) } else { encode!(i32, DataType::Int32) };
+    let (r, ids, mask, type_ids) = if input.i64_tensors { encode!(i64, ElementType::I64) } else { encode!(i32, ElementType::I32) };
     let (result, err) = match r {
         Ok(l) => (Ok(l), None),
         Err(e) => (Err(e.to_string()), Some(e)),

@@ -39,6 +39,12 @@ impl From<trt::Error> for CliError {
     }
 }
 
+impl From<trt::cuda::Error> for CliError {
+    fn from(e: trt::cuda::Error) -> Self {
+        CliError(e.to_string())
+    }
+}
+
 impl From<trt_nlp::Error> for CliError {
     fn from(e: trt_nlp::Error) -> Self {
         CliError(e.to_string())

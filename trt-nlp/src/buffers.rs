@@ -5,8 +5,8 @@
 //! tensor per [`InputSpec`]. Each row is written in place from the tokens
 //! (see `rows`): no padded intermediate vector is ever built.
 
+use crate::ElementType;
 use rayon::prelude::*;
-use trt::DataType;
 
 use crate::error::{Error, Result};
 use crate::rows::{Pad, Row, TokenElem};
@@ -30,10 +30,10 @@ impl std::fmt::Debug for TokenBuffer<'_> {
 
 impl TokenBuffer<'_> {
     /// The element type.
-    pub fn dtype(&self) -> DataType {
+    pub fn dtype(&self) -> ElementType {
         match self {
-            Self::I32(_) => DataType::Int32,
-            Self::I64(_) => DataType::Int64,
+            Self::I32(_) => ElementType::I32,
+            Self::I64(_) => ElementType::I64,
         }
     }
 
@@ -84,14 +84,14 @@ impl<'a> From<&'a mut Vec<i64>> for TokenBuffer<'a> {
 /// `batch * seq_len` elements are written.
 ///
 /// ```
-/// use trt::DataType;
+/// use trt_nlp::ElementType;
 /// use trt_nlp::{EncodedBatch, InputRole, InputSpec};
 ///
 /// let (mut ids, mut mask) = (vec![0i64; 4 * 128], vec![0i64; 4 * 128]);
 /// let mut batch = EncodedBatch::new();
 /// batch
-///     .bind(InputSpec::new("input_ids", InputRole::InputIds, DataType::Int64)?, &mut ids)?
-///     .bind(InputSpec::new("attention_mask", InputRole::AttentionMask, DataType::Int64)?, &mut mask)?;
+///     .bind(InputSpec::new("input_ids", InputRole::InputIds, ElementType::I64)?, &mut ids)?
+///     .bind(InputSpec::new("attention_mask", InputRole::AttentionMask, ElementType::I64)?, &mut mask)?;
 /// assert_eq!(batch.len(), 2);
 /// # Ok::<(), trt_nlp::Error>(())
 /// ```

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use trt::DataType;
+use crate::ElementType;
 
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -71,9 +71,9 @@ pub enum Error {
         /// The tensor's name.
         tensor: String,
         /// The dtype the spec declares.
-        declared: DataType,
+        declared: ElementType,
         /// The element type of the buffer given.
-        buffer: DataType,
+        buffer: ElementType,
     },
 
     /// A token tensor declared with a dtype other than i32 or i64.
@@ -82,7 +82,7 @@ pub enum Error {
         /// The tensor's name.
         tensor: String,
         /// The dtype that was declared.
-        dtype: DataType,
+        dtype: ElementType,
     },
 
     /// Two buffers were bound under the same tensor name.
@@ -136,9 +136,13 @@ pub enum Error {
         got: Vec<usize>,
     },
 
-    /// TensorRT or CUDA failed (engine, context, buffers).
+    /// TensorRT failed (engine, context, bindings).
     #[error(transparent)]
     Trt(#[from] trt::Error),
+
+    /// CUDA failed (device, stream, buffers).
+    #[error(transparent)]
+    Cuda(#[from] trt_cuda::Error),
 
     /// ONNX Runtime failed (library, model, run).
     #[error(transparent)]

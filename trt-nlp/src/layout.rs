@@ -8,7 +8,9 @@
 //! Pure data in, pure data out: tested without a GPU on hand-made I/O lists and
 //! on networks parsed from ONNX.
 
-use trt::{DataType, IoMode, IoTensor};
+use trt::{IoMode, IoTensor};
+
+use crate::ElementType;
 
 use crate::{Error, InputRole, InputSpec, Result};
 
@@ -18,7 +20,7 @@ pub struct OutputSpec {
     /// Name.
     pub name: String,
     /// Element type (f32, f16 or bf16 for the helpers).
-    pub dtype: DataType,
+    pub dtype: ElementType,
     /// Rank (2 for logits `[batch, labels]`, 3 for hidden states `[batch, seq, dim]`).
     pub rank: usize,
 }
@@ -83,13 +85,16 @@ impl ModelLayout {
                         min_seq = min_seq.max(range.min[1]);
                         max_seq = max_seq.min(range.max[1]);
                     }
-                    inputs.push(InputSpec::new(t.name.clone(), role, t.dtype)?);
+                    let dtype = ElementType::try_from(t.dtype)
+                        .map_err(|d| Error::InvalidConfig(format!("engine input '{}' is {d}; token tensors are i32 or i64", t.name)))?;
+                    inputs.push(InputSpec::new(t.name.clone(), role, dtype)?);
                 }
                 IoMode::Output => {
-                    if !matches!(t.dtype, DataType::Float | DataType::Half | DataType::BF16) {
-                        return Err(Error::InvalidConfig(format!("engine output '{}' is {}, not a float tensor", t.name, t.dtype)));
-                    }
-                    outputs.push(OutputSpec { name: t.name.clone(), dtype: t.dtype, rank: t.shape.len() });
+                    let dtype = ElementType::try_from(t.dtype)
+                        .ok()
+                        .filter(|d| d.is_float())
+                        .ok_or_else(|| Error::InvalidConfig(format!("engine output '{}' is {}, not a float tensor", t.name, t.dtype)))?;
+                    outputs.push(OutputSpec { name: t.name.clone(), dtype, rank: t.shape.len() });
                 }
             }
         }
@@ -123,7 +128,7 @@ impl ModelLayout {
         for i in &inputs {
             i.check_dtype()?;
         }
-        if let Some(o) = outputs.iter().find(|o| !matches!(o.dtype, DataType::Float | DataType::Half | DataType::BF16)) {
+        if let Some(o) = outputs.iter().find(|o| !o.dtype.is_float()) {
             return Err(Error::InvalidConfig(format!("model output '{}' is {}, not a float tensor", o.name, o.dtype)));
         }
         if !inputs.iter().any(|i| i.role == InputRole::InputIds) {

@@ -32,7 +32,7 @@
 //! i32 buffers sized for the worst case:
 //!
 //! ```
-//! use trt::DataType;
+//! use trt_nlp::ElementType;
 //! use trt_nlp::{EncodedBatch, InputSpec, Padding, TokenizerPipeline};
 //!
 //! # fn main() -> trt_nlp::Result<()> {
@@ -45,7 +45,7 @@
 //!     .from_file(tokenizer_json)?;
 //!
 //! let texts = ["A short one.", "A somewhat longer sentence to embed."];
-//! let [ids_spec, mask_spec, types_spec] = InputSpec::bert(DataType::Int32)?;
+//! let [ids_spec, mask_spec, types_spec] = InputSpec::bert(ElementType::I32)?;
 //! let n = pipeline.buffer_len(texts.len());
 //! let (mut ids, mut mask, mut types) = (vec![0i32; n], vec![0i32; n], vec![0i32; n]);
 //! let mut outputs = EncodedBatch::new()
@@ -112,3 +112,7 @@ pub use pipeline::{BatchLayout, Padding, PairTruncation, PipelineBuilder, Tokeni
 pub use postprocess::{cls_pool, l2_normalize, mean_pool, softmax, top_k, FloatElement, Labels, MaskElement, Pooling, Prediction};
 pub use rows::TokenRow;
 pub use spec::{InputRole, InputSpec};
+/// The element type of token and output tensors at this crate's boundary
+/// (i32/i64 tokens, f32/f16/bf16 outputs): the buffers' own type, which
+/// TensorRT's and ONNX Runtime's element types convert to and from.
+pub use trt_cuda::ElementType;

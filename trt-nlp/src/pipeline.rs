@@ -392,7 +392,7 @@ impl TokenizerPipeline {
     ///
     /// ```
     /// # let tokenizer_json = concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps/minilm/tokenizer.json");
-    /// use trt::DataType;
+    /// use trt_nlp::ElementType;
     /// use trt_nlp::{EncodedBatch, InputSpec, TokenizerPipeline};
     ///
     /// let pipeline = TokenizerPipeline::builder(128).threads(1).from_file(tokenizer_json)?;
@@ -400,7 +400,7 @@ impl TokenizerPipeline {
     /// assert_eq!(rows[0].len(), 6); // [CLS] a short one . [SEP]
     ///
     /// // Later, any subset of rows, in any order, as one batch:
-    /// let [ids_spec, mask_spec, _] = InputSpec::bert(DataType::Int32)?;
+    /// let [ids_spec, mask_spec, _] = InputSpec::bert(ElementType::I32)?;
     /// let (mut ids, mut mask) = (vec![0i32; 2 * 128], vec![0i32; 2 * 128]);
     /// let mut batch = EncodedBatch::new().with(ids_spec, &mut ids)?.with(mask_spec, &mut mask)?;
     /// let layout = pipeline.pack([&rows[1], &rows[0]], &mut batch)?;

@@ -3,7 +3,7 @@
 //! A plain description (name, role, dtype) so that it can be written by hand
 //! today and discovered from an engine's I/O tensors later.
 
-use trt::DataType;
+use crate::ElementType;
 
 use crate::error::{Error, Result};
 
@@ -54,13 +54,13 @@ pub struct InputSpec {
     pub name: String,
     /// What the tensor holds.
     pub role: InputRole,
-    /// Its element type: [`DataType::Int32`] or [`DataType::Int64`].
-    pub dtype: DataType,
+    /// Its element type: [`ElementType::I32`] or [`ElementType::I64`].
+    pub dtype: ElementType,
 }
 
 impl InputSpec {
     /// A spec; fails unless `dtype` is i32 or i64.
-    pub fn new(name: impl Into<String>, role: InputRole, dtype: DataType) -> Result<Self> {
+    pub fn new(name: impl Into<String>, role: InputRole, dtype: ElementType) -> Result<Self> {
         let spec = Self { name: name.into(), role, dtype };
         spec.check_dtype()?;
         Ok(spec)
@@ -70,11 +70,11 @@ impl InputSpec {
     /// `token_type_ids`), all of `dtype`.
     ///
     /// ```
-    /// let specs = trt_nlp::InputSpec::bert(trt::DataType::Int64)?;
+    /// let specs = trt_nlp::InputSpec::bert(trt_nlp::ElementType::I64)?;
     /// assert_eq!(specs[2].name, "token_type_ids");
     /// # Ok::<(), trt_nlp::Error>(())
     /// ```
-    pub fn bert(dtype: DataType) -> Result<[Self; 3]> {
+    pub fn bert(dtype: ElementType) -> Result<[Self; 3]> {
         let spec = |role: InputRole| Self::new(role.default_name(), role, dtype);
         Ok([spec(InputRole::InputIds)?, spec(InputRole::AttentionMask)?, spec(InputRole::TokenTypeIds)?])
     }
@@ -83,7 +83,7 @@ impl InputSpec {
     /// (the fields are public, so this is checked again when a buffer is bound).
     pub(crate) fn check_dtype(&self) -> Result<()> {
         match self.dtype {
-            DataType::Int32 | DataType::Int64 => Ok(()),
+            ElementType::I32 | ElementType::I64 => Ok(()),
             dtype => Err(Error::UnsupportedDtype { tensor: self.name.clone(), dtype }),
         }
     }

@@ -68,7 +68,7 @@ impl<'a> Bindings<'a> {
         let (bytes, id, len) = (buffer.size_in_bytes(), buffer.id(), buffer.len());
         // Refuses a buffer of another device.
         let guard = buffer.device_ptr(self.stream)?;
-        let entry = Entry { name, dtype: T::DTYPE, bytes, address: guard.address(), id, len };
+        let entry = Entry { name, dtype: T::DTYPE.into(), bytes, address: guard.address(), id, len };
         self.entries.push(Bound { entry, _guard: guard });
         Ok(self)
     }

@@ -231,7 +231,7 @@ pub struct Enqueued<'a> {
 impl Enqueued<'_> {
     /// Block until the enqueued work has finished.
     pub fn wait(mut self) -> Result<()> {
-        self.stream.take().expect("stream present until waited").synchronize()
+        Ok(self.stream.take().expect("stream present until waited").synchronize()?)
     }
 
     /// Give the buffers back without waiting. Sound because each bound buffer

@@ -116,3 +116,40 @@ impl DataType {
         }
     }
 }
+
+/// The TensorRT type of a CUDA buffer's elements.
+impl From<trt_cuda::ElementType> for DataType {
+    fn from(t: trt_cuda::ElementType) -> Self {
+        use trt_cuda::ElementType as E;
+        match t {
+            E::F32 => DataType::Float,
+            E::F16 => DataType::Half,
+            E::BF16 => DataType::BF16,
+            E::I8 => DataType::Int8,
+            E::U8 => DataType::Uint8,
+            E::I32 => DataType::Int32,
+            E::I64 => DataType::Int64,
+            E::Bool => DataType::Bool,
+        }
+    }
+}
+
+/// The buffer element type of a TensorRT type, where one exists
+/// (`Fp8`, `Int4`, `Fp4` and `E8M0` have no [`trt_cuda::Element`]).
+impl TryFrom<DataType> for trt_cuda::ElementType {
+    type Error = DataType;
+    fn try_from(t: DataType) -> std::result::Result<Self, DataType> {
+        use trt_cuda::ElementType as E;
+        Ok(match t {
+            DataType::Float => E::F32,
+            DataType::Half => E::F16,
+            DataType::BF16 => E::BF16,
+            DataType::Int8 => E::I8,
+            DataType::Uint8 => E::U8,
+            DataType::Int32 => E::I32,
+            DataType::Int64 => E::I64,
+            DataType::Bool => E::Bool,
+            DataType::Fp8 | DataType::Int4 | DataType::Fp4 | DataType::E8M0 => return Err(t),
+        })
+    }
+}

@@ -254,6 +254,22 @@ pub enum Error {
     CallbackPanicked(String),
 }
 
+/// A CUDA error of [`crate::cuda`], as the variant of the same name (an
+/// error of a later `trt-cuda` it does not know becomes [`Error::InvalidArgument`]
+/// with its message).
+impl From<trt_cuda::Error> for Error {
+    fn from(e: trt_cuda::Error) -> Self {
+        match e {
+            trt_cuda::Error::CudaUnavailable(msg) => Error::CudaUnavailable(msg),
+            trt_cuda::Error::Cuda { operation, source } => Error::Cuda { operation, source },
+            trt_cuda::Error::NotCapturable(msg) => Error::NotCapturable(msg),
+            trt_cuda::Error::ShapeMismatch { tensor, expected, got } => Error::ShapeMismatch { tensor, expected, got },
+            trt_cuda::Error::InvalidArgument(msg) => Error::InvalidArgument(msg),
+            other => Error::InvalidArgument(other.to_string()),
+        }
+    }
+}
+
 impl Error {
     /// Wrap an I/O error with the file it concerns.
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {

@@ -6,7 +6,7 @@
 //! | loading | [`Library`] | TensorRT found and loaded at run time (`libloading`), version-checked |
 //! | build | [`Builder`], [`Network`], [`OnnxParser`], [`BuilderConfig`], [`ProfileSpec`], [`SerializedEngine`], [`TimingCache`] | ONNX or hand-written network to a plan |
 //! | run | [`Runtime`], [`Engine`], [`ExecutionContext`], [`Bindings`], [`ContextGraph`], [`ContextPool`] | plan to results on a CUDA stream; one enqueue as a CUDA graph with its own context |
-//! | CUDA | [`cuda`] | devices, streams, events, typed device and pinned buffers, graphs (cudarc) |
+//! | CUDA | [`cuda`] (the `trt-cuda` crate) | devices, streams, events, typed device and pinned buffers, graphs (cudarc) |
 //!
 //! Which TensorRT: the headers found when `trt-sys` was built decide (TensorRT
 //! 10.x, 11.x or TensorRT-RTX 1.x); the API offers only what that version has
@@ -43,7 +43,6 @@ mod builder;
 mod call;
 mod config;
 mod context;
-pub mod cuda;
 mod dtype;
 mod engine;
 mod engine_cache;
@@ -87,6 +86,8 @@ pub use profile::{OptimizationProfile, ProfileSpec, ShapeRange};
 pub use raw::AsRaw;
 pub use serialized::SerializedEngine;
 pub use timing_cache::TimingCache;
+/// CUDA devices, streams, events, buffers and graphs: the `trt-cuda` crate.
+pub use trt_cuda as cuda;
 /// INT8 calibration data source (TensorRT 10.x).
 #[cfg(trt_weakly_typed)]
 pub use trt_sys::callbacks::CalibratorCallbacks as Int8Calibrator;

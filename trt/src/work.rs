@@ -38,7 +38,7 @@ impl WorkOrder {
     /// Make `stream` wait for the latest work.
     pub(crate) fn order(&self, stream: &Stream) -> Result<()> {
         match &self.last {
-            Some(event) => stream.wait(event),
+            Some(event) => Ok(stream.wait(event)?),
             None => Ok(()),
         }
     }
@@ -78,7 +78,7 @@ impl WorkOrder {
                 true // an error keeps the object: freeing under unknown GPU state is worse than holding it
             }
         });
-        error.map_or(Ok(()), Err)
+        error.map_or(Ok(()), |e| Err(e.into()))
     }
 
     /// How many retired objects still wait.
@@ -93,7 +93,7 @@ impl WorkOrder {
 
     /// Block until the latest work has completed.
     pub(crate) fn wait(&self) -> Result<()> {
-        self.last.as_deref().map_or(Ok(()), Event::synchronize)
+        Ok(self.last.as_deref().map_or(Ok(()), Event::synchronize)?)
     }
 }
 

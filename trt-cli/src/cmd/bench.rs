@@ -124,10 +124,10 @@ struct Typed<T: Element> {
 
 impl<T: Element> Slot for Typed<T> {
     fn upload(&mut self, stream: &Stream) -> trt::Result<()> {
-        self.device.copy_from_pinned(&mut self.host, stream)
+        Ok(self.device.copy_from_pinned(&mut self.host, stream)?)
     }
     fn download(&mut self, stream: &Stream) -> trt::Result<()> {
-        self.device.copy_to_pinned(&mut self.host, stream)
+        Ok(self.device.copy_to_pinned(&mut self.host, stream)?)
     }
     fn bind<'a>(&'a mut self, bindings: Bindings<'a>) -> trt::Result<Bindings<'a>> {
         bindings.bind(&self.name, &mut self.device)

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use trt::DataType;
+use trt_nlp::ElementType;
 use trt_nlp::{EncodedBatch, InputRole, InputSpec, Padding, TokenizerPipeline, Truncation};
 use trt_onnx::compare::{self, Accumulator, Metrics};
 use trt_onnx::dataset::{self, Batch};
@@ -78,7 +78,7 @@ pub fn token_batches(tokenizer: &Path, inputs: &[String], texts: &[String], batc
         let mut buffers: Vec<Vec<i64>> = vec![vec![0; chunk.len() * max_len]; roles.len()];
         let mut encoded = EncodedBatch::new();
         for ((name, role), buf) in roles.iter().zip(buffers.iter_mut()) {
-            encoded = encoded.with(InputSpec::new(name.clone(), *role, DataType::Int64)?, buf.as_mut_slice())?;
+            encoded = encoded.with(InputSpec::new(name.clone(), *role, ElementType::I64)?, buf.as_mut_slice())?;
         }
         let layout = pipeline.encode_into(chunk, &mut encoded)?;
         drop(encoded);

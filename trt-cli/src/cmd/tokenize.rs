@@ -15,7 +15,7 @@ use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use trt::DataType;
+use trt_nlp::ElementType;
 use trt_nlp::{EncodedBatch, InputRole, InputSpec, Padding, TokenizerPipeline, Truncation};
 
 use crate::error::{CliError, Result};
@@ -83,7 +83,7 @@ impl Tokenizer {
             self.mask.resize(guess, 0);
         }
         loop {
-            let spec = |role: InputRole| InputSpec::new(role.default_name(), role, DataType::Int64);
+            let spec = |role: InputRole| InputSpec::new(role.default_name(), role, ElementType::I64);
             let mut batch = EncodedBatch::new()
                 .with(spec(InputRole::InputIds)?, &mut self.ids)?
                 .with(spec(InputRole::AttentionMask)?, &mut self.mask)?;

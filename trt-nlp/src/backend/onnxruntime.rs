@@ -10,12 +10,12 @@
 
 use std::path::Path;
 
-use trt::{DataType, Pool};
-use trt_onnx::runtime::{ElementType, InputTensor, OutputRef, Session, SessionOptions, TensorInfo};
+use trt::Pool;
+use trt_onnx::runtime::{ElementType as OrtType, InputTensor, OutputRef, Session, SessionOptions, TensorInfo};
 
 use crate::backend::{Backend, Fill, OutputView, Outputs, Read};
 use crate::layout::OutputSpec;
-use crate::{EncodedBatch, Error, InputRole, InputSpec, ModelLayout, Result};
+use crate::{ElementType, EncodedBatch, Error, InputRole, InputSpec, ModelLayout, Result};
 
 pub use trt_onnx::runtime::{Optimization, Provider};
 
@@ -105,7 +105,7 @@ impl OrtBackend {
                 .iter()
                 .map(|spec| {
                     let host = match spec.dtype {
-                        DataType::Int64 => HostTokens::I64(vec![0; tokens]),
+                        ElementType::I64 => HostTokens::I64(vec![0; tokens]),
                         _ => HostTokens::I32(vec![0; tokens]),
                     };
                     (spec.clone(), host)
@@ -136,8 +136,8 @@ fn layout_of(session: &Session, options: &OrtBackendOptions, path: &Path) -> Res
             ))
         })?;
         let dtype = match t.element {
-            ElementType::I32 => DataType::Int32,
-            ElementType::I64 => DataType::Int64,
+            OrtType::I32 => ElementType::I32,
+            OrtType::I64 => ElementType::I64,
             other => {
                 return Err(Error::InvalidConfig(format!(
                     "{}: input '{}' is {other}; token tensors are i32 or i64",
@@ -184,9 +184,9 @@ fn narrow(range: std::ops::RangeInclusive<usize>, dim: i64, name: &str, path: &P
 
 fn float_output(t: &TensorInfo) -> Option<OutputSpec> {
     let dtype = match t.element {
-        ElementType::F32 => DataType::Float,
-        ElementType::F16 => DataType::Half,
-        ElementType::BF16 => DataType::BF16,
+        OrtType::F32 => ElementType::F32,
+        OrtType::F16 => ElementType::F16,
+        OrtType::BF16 => ElementType::BF16,
         _ => {
             log::debug!("output '{}' is {}: not read by the text helpers", t.name, t.element);
             return None;

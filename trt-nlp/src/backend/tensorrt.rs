@@ -17,10 +17,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use half::{bf16, f16};
 use ndarray::{ArrayViewD, IxDyn};
 use trt::cuda::{Device, DeviceBuffer, Element, PinnedBuffer, Stream};
-use trt::{Bindings, ContextPool, DataType, Engine, ExecutionContext};
+use trt::{Bindings, ContextPool, Engine, ExecutionContext};
 
 use crate::backend::{Backend, Fill, OutputView, Outputs, Read};
-use crate::{EncodedBatch, Error, InputSpec, ModelLayout, Result, TokenBuffer};
+use crate::{ElementType, EncodedBatch, Error, InputSpec, ModelLayout, Result, TokenBuffer};
 
 /// Host and device memory for one tensor of element type `T`.
 struct Staged<T: Element> {
@@ -106,7 +106,7 @@ impl TensorRtBackend {
             let mut inputs = Vec::new();
             for spec in &layout.inputs {
                 let t = match spec.dtype {
-                    DataType::Int64 => Tokens::I64(Staged::new(device, stream, tokens)?),
+                    ElementType::I64 => Tokens::I64(Staged::new(device, stream, tokens)?),
                     _ => Tokens::I32(Staged::new(device, stream, tokens)?),
                 };
                 inputs.push((spec.clone(), t));
@@ -116,8 +116,8 @@ impl TensorRtBackend {
                 let shape = context.tensor_shape(&o.name)?;
                 let len = staging_len(&o.name, &shape)?;
                 let f = match o.dtype {
-                    DataType::Half => Floats::F16(Staged::new(device, stream, len)?),
-                    DataType::BF16 => Floats::BF16(Staged::new(device, stream, len)?),
+                    ElementType::F16 => Floats::F16(Staged::new(device, stream, len)?),
+                    ElementType::BF16 => Floats::BF16(Staged::new(device, stream, len)?),
                     _ => Floats::F32(Staged::new(device, stream, len)?),
                 };
                 outputs.push((o.name.clone(), f));

@@ -2,7 +2,7 @@
 
 use super::element::{as_storage, check_elements, check_elements_mut};
 use super::{checked_bytes, cuda_err, next_buffer_id, Device, Element, Stream};
-use crate::{DataType, Error, Result};
+use crate::{ElementType, Error, Result};
 use cudarc::driver::{sys, HostSlice, PinnedHostSlice, SyncOnDrop};
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
 use std::marker::PhantomData;
@@ -100,8 +100,8 @@ impl<T: Element> PinnedBuffer<T> {
         self.len * std::mem::size_of::<T>()
     }
 
-    /// The TensorRT data type of the elements.
-    pub fn dtype(&self) -> DataType {
+    /// The element type of the elements.
+    pub fn dtype(&self) -> ElementType {
         T::DTYPE
     }
 

@@ -163,9 +163,10 @@ impl GraphCapture<'_> {
         Ok(())
     }
 
-    /// Declares a use by the buffer identity and description of a binding
-    /// (already checked to be on this device).
-    pub(crate) fn uses_bound(&mut self, id: u64, description: impl FnOnce() -> String) {
+    /// Declares a use of a buffer by its identity ([`DeviceBuffer::id`]) and a
+    /// description, for a library that binds buffers itself (already checked
+    /// to be on this device) and enqueues on [`raw_stream`](Self::raw_stream).
+    pub fn uses_bound(&mut self, id: u64, description: impl FnOnce() -> String) {
         if !self.uses.iter().any(|u| u.id == id) {
             self.uses.push(Use { id, description: description() });
         }
@@ -343,8 +344,8 @@ impl CudaGraph {
     /// fall back to running the work directly.
     ///
     /// ```no_run
-    /// # fn main() -> trt::Result<()> {
-    /// use trt::cuda::{CudaGraph, Device, DeviceBuffer, PinnedBuffer, Stream};
+    /// # fn main() -> trt_cuda::Result<()> {
+    /// use trt_cuda::{CudaGraph, Device, DeviceBuffer, PinnedBuffer, Stream};
     /// let device = Device::new(0)?;
     /// let stream = Stream::new(&device)?;
     /// let mut input = PinnedBuffer::<f32>::zeros(&device, 256)?;
@@ -360,17 +361,23 @@ impl CudaGraph {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn capture<F>(device: &Device, record: F) -> Result<CudaGraph>
+    ///
+    /// The closure's error type is the caller's (any type a [`Error`] converts
+    /// into), so work recorded by another library (e.g. a TensorRT enqueue on
+    /// [`GraphCapture::raw_stream`]) returns that library's errors.
+    pub fn capture<F, E>(device: &Device, record: F) -> std::result::Result<CudaGraph, E>
     where
-        F: FnOnce(&mut GraphCapture<'_>) -> Result<()>,
+        F: FnOnce(&mut GraphCapture<'_>) -> std::result::Result<(), E>,
+        E: From<Error>,
     {
         Self::capture_with_mode(device, CaptureMode::default(), record)
     }
 
     /// [`CudaGraph::capture`] with an explicit [`CaptureMode`].
-    pub fn capture_with_mode<F>(device: &Device, mode: CaptureMode, record: F) -> Result<CudaGraph>
+    pub fn capture_with_mode<F, E>(device: &Device, mode: CaptureMode, record: F) -> std::result::Result<CudaGraph, E>
     where
-        F: FnOnce(&mut GraphCapture<'_>) -> Result<()>,
+        F: FnOnce(&mut GraphCapture<'_>) -> std::result::Result<(), E>,
+        E: From<Error>,
     {
         device.bind()?;
         let stream = device.ctx().new_stream().map_err(cuda_err("cuStreamCreate"))?;
@@ -391,9 +398,9 @@ impl CudaGraph {
                 }
                 return Err(e);
             }
-            (Ok(()), Err(e)) => return Err(cuda_err("cuStreamEndCapture")(e)),
+            (Ok(()), Err(e)) => return Err(cuda_err("cuStreamEndCapture")(e).into()),
             (Ok(()), Ok(g)) if g.is_null() => {
-                return Err(cuda_err("cuStreamEndCapture")(DriverError(sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)))
+                return Err(cuda_err("cuStreamEndCapture")(DriverError(sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)).into())
             }
             (Ok(()), Ok(g)) => g,
         };
@@ -403,7 +410,7 @@ impl CudaGraph {
             Err(e) => {
                 // SAFETY: as above; destroyed once.
                 device.ctx().record_err(unsafe { result::graph::destroy(graph) });
-                return Err(cuda_err("cuGraphInstantiate")(e));
+                return Err(cuda_err("cuGraphInstantiate")(e).into());
             }
         };
         Ok(CudaGraph { graph, exec, device: device.clone(), uses })

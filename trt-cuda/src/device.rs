@@ -177,7 +177,7 @@ impl Device {
     }
 
     /// Makes this device's context current on the calling thread.
-    pub(crate) fn bind(&self) -> Result<()> {
+    pub fn bind(&self) -> Result<()> {
         self.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))
     }
 }

@@ -1,8 +1,13 @@
-//! CUDA side: devices, streams, events, typed device and pinned buffers, graphs (on cudarc).
+//! trt-cuda: CUDA devices, streams, events, typed device and pinned buffers and
+//! graphs, on [cudarc], for tensor libraries (TensorRT through `trt`, which
+//! re-exports this crate as `trt::cuda`; ONNX Runtime's IO binding).
+//!
+//! It needs no TensorRT and no CUDA toolkit to build: cudarc loads the driver
+//! (`libcuda`) at run time.
 //!
 //! TensorRT runs its work on a CUDA stream that the caller provides
 //! (`IExecutionContext::enqueueV3(cudaStream_t)`) and reads and writes tensors at
-//! raw device addresses. This module gives those handles safe owners, built on
+//! raw device addresses. This crate gives those handles safe owners, built on
 //! [cudarc]'s driver API (`CudaContext` -> `CudaStream` -> `CudaSlice`).
 //!
 //! | type | owns | made by |
@@ -63,8 +68,8 @@
 //! # Example
 //!
 //! ```no_run
-//! # fn main() -> trt::Result<()> {
-//! use trt::cuda::{Device, DeviceBuffer, PinnedBuffer, Stream};
+//! # fn main() -> trt_cuda::Result<()> {
+//! use trt_cuda::{Device, DeviceBuffer, PinnedBuffer, Stream};
 //!
 //! let device = Device::new(0)?;
 //! let stream = Stream::new(&device)?;
@@ -78,9 +83,13 @@
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
 mod buffer;
 mod device;
+mod dtype;
 mod element;
+mod error;
 mod gate;
 mod graph;
 mod pinned;
@@ -88,7 +97,9 @@ mod stream;
 
 pub use buffer::{DeviceBuffer, DevicePtrGuard};
 pub use device::{device_count, driver_available, driver_version, Device};
+pub use dtype::ElementType;
 pub use element::Element;
+pub use error::{Error, Result};
 pub use gate::StreamGate;
 pub use graph::{is_capture_error, CaptureMode, CudaGraph, GraphCapture, GraphResource};
 pub use pinned::PinnedBuffer;
@@ -104,7 +115,6 @@ pub type RawEvent = cudarc::driver::sys::CUevent;
 /// every [`DeviceBuffer`] has (`cuMemAlloc` returns at least 256-byte aligned memory).
 pub const DEVICE_ALIGNMENT: usize = 256;
 
-use crate::Error;
 use cudarc::driver::DriverError;
 use std::sync::atomic::{AtomicU64, Ordering};
 

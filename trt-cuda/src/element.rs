@@ -1,9 +1,9 @@
-//! [`Element`]: the Rust types a buffer may hold, each tied to a TensorRT [`DataType`].
+//! [`Element`]: the Rust types a buffer may hold, each tied to an [`ElementType`].
 //!
 //! # `bool`
 //!
-//! TensorRT's `kBOOL` is one byte that must be 0 or 1, and a Rust `bool` with any
-//! other byte is undefined behaviour. Device memory is written by code Rust
+//! A boolean tensor element (TensorRT's `kBOOL`, ONNX's `bool`) is one byte
+//! that must be 0 or 1, and a Rust `bool` with any other byte is undefined behaviour. Device memory is written by code Rust
 //! cannot see (TensorRT engines, kernels), so a `bool` buffer is stored on the
 //! GPU and in pinned memory as bytes (`u8`), and every path that turns those
 //! bytes into `bool`s **checks them first**:
@@ -20,7 +20,7 @@
 //! compiles to nothing. `PinnedBuffer::as_bytes` reads the raw bytes whatever
 //! they are.
 
-use crate::DataType;
+use crate::ElementType;
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 
 mod sealed {
@@ -44,8 +44,8 @@ pub trait Element:
     + bytemuck::NoUninit
     + bytemuck::CheckedBitPattern
 {
-    /// The TensorRT data type of this element.
-    const DTYPE: DataType;
+    /// The element type of this element.
+    const DTYPE: ElementType;
 
     /// The type the bytes are stored as on the device and in pinned memory: the
     /// element itself, `u16` for the 16-bit floats (cudarc's `f16` feature is
@@ -68,7 +68,7 @@ macro_rules! element {
     (@impl $t:ty, $storage:ty, $dtype:expr, $storage_mut:expr) => {
         impl sealed::Sealed for $t {}
         impl Element for $t {
-            const DTYPE: DataType = $dtype;
+            const DTYPE: ElementType = $dtype;
             type Storage = $storage;
             #[inline]
             fn storage_mut(values: &mut [Self]) -> Option<&mut [Self::Storage]> {
@@ -84,14 +84,14 @@ macro_rules! element {
     };
 }
 
-element!(f32, f32, DataType::Float, any_bits);
-element!(half::f16, u16, DataType::Half, any_bits);
-element!(half::bf16, u16, DataType::BF16, any_bits);
-element!(i32, i32, DataType::Int32, any_bits);
-element!(i64, i64, DataType::Int64, any_bits);
-element!(i8, i8, DataType::Int8, any_bits);
-element!(u8, u8, DataType::Uint8, any_bits);
-element!(bool, u8, DataType::Bool, checked);
+element!(f32, f32, ElementType::F32, any_bits);
+element!(half::f16, u16, ElementType::F16, any_bits);
+element!(half::bf16, u16, ElementType::BF16, any_bits);
+element!(i32, i32, ElementType::I32, any_bits);
+element!(i64, i64, ElementType::I64, any_bits);
+element!(i8, i8, ElementType::I8, any_bits);
+element!(u8, u8, ElementType::U8, any_bits);
+element!(bool, u8, ElementType::Bool, checked);
 
 /// Host elements as storage, for uploads (every element is a valid storage value).
 pub(crate) fn as_storage<T: Element>(values: &[T]) -> &[T::Storage] {
@@ -118,7 +118,7 @@ fn invalid<T: Element>(storage: &[T::Storage]) -> crate::Error {
         None => "an element holds an invalid value".to_owned(),
     };
     crate::Error::InvalidArgument(format!(
-        "{what}, which is not a valid {} (TensorRT {} values must be 0 or 1); \
+        "{what}, which is not a valid {} ({} values must be 0 or 1); \
          the GPU code that wrote this buffer broke the type's contract",
         std::any::type_name::<T>(),
         T::DTYPE

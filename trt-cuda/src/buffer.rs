@@ -2,7 +2,7 @@
 
 use super::element::{as_storage, check_elements};
 use super::{checked_bytes, cuda_err, next_buffer_id, Device, Element, PinnedBuffer, Stream};
-use crate::{DataType, Error, Result};
+use crate::{ElementType, Error, Result};
 use cudarc::driver::{result, sys, CudaSlice, DevicePtr, DevicePtrMut, HostSlice, SyncOnDrop};
 use std::marker::PhantomData;
 
@@ -99,8 +99,8 @@ impl<T: Element> DeviceBuffer<T> {
         self.len * std::mem::size_of::<T>()
     }
 
-    /// The TensorRT data type of the elements.
-    pub fn dtype(&self) -> DataType {
+    /// The element type of the elements.
+    pub fn dtype(&self) -> ElementType {
         T::DTYPE
     }
 
@@ -292,7 +292,8 @@ impl<T: Element> DeviceBuffer<T> {
         &self.slice
     }
 
-    pub(crate) fn id(&self) -> u64 {
+    /// A process-wide unique id of this allocation (never reused, unlike addresses).
+    pub fn id(&self) -> u64 {
         self.id
     }
 
