@@ -9,7 +9,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use trt::DataType;
+use trt_nlp::ElementType;
 use trt_nlp::{EncodedBatch, Error, InputSpec, PairTruncation, TokenRow, TokenizerPipeline, Truncation, TruncationSide};
 
 /// Fragments that stress normalisation, scripts and lengths.
@@ -231,7 +231,7 @@ fn packed_pairs_carry_their_segments_into_the_batch() {
             TruncationSide::Right,
         )
         .unwrap();
-    let [s_ids, s_mask, s_types] = InputSpec::bert(DataType::Int64).unwrap();
+    let [s_ids, s_mask, s_types] = InputSpec::bert(ElementType::I64).unwrap();
     let n = p.buffer_len(2);
     let (mut ids, mut mask, mut types) = (vec![-1i64; n], vec![-1i64; n], vec![-1i64; n]);
     let mut out = EncodedBatch::new().with(s_ids, &mut ids).unwrap().with(s_mask, &mut mask).unwrap().with(s_types, &mut types).unwrap();
