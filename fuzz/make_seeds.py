@@ -251,6 +251,31 @@ def config_seeds():
     write("config_pbtxt", "bad_values.pbtxt", (readme.replace("32", "-4") + 'dynamic_batching { preferred_batch_size: 0 }\n').encode())
 
 
+def embed_api_seeds():
+    """TEI and OpenAI request bodies: route byte and bounds byte, then the body
+    (fuzz_targets/tei_request.rs, openai_request.rs)."""
+    tei = {
+        "embed": (0, b'{"inputs": ["What is Deep Learning?", [101, 7592, 102]], "normalize": true, "truncate": false, '
+                     b'"truncation_direction": "Right", "dimensions": 64}'),
+        "embed_all": (1, b'{"inputs": "a", "truncate": true, "truncation_direction": "Left"}'),
+        "predict_batch": (2, b'{"inputs": [["a"], ["q", "p"]], "raw_scores": true}'),
+        "rerank": (3, b'{"query": "q", "texts": ["a", "b"], "return_text": true, "truncate": true}'),
+        "similarity": (4, b'{"inputs": {"source_sentence": "s", "sentences": ["a", "b"]}, "parameters": {"truncate": true}}'),
+        "tokenize": (5, b'{"inputs": ["a b", "c"], "add_special_tokens": false}'),
+        "decode": (6, b'{"ids": [[101, 102], [7592]], "skip_special_tokens": false}'),
+    }
+    for name, (route, body) in tei.items():
+        write("tei_request", name, bytes([route, 0]) + body)
+    write("tei_request", "embed_small_bounds", bytes([0, 1]) + b'{"inputs": ["a", "b", "c"], "dimensions": 385}')
+    openai = {
+        "strings": (0, 255, b'{"input": ["a", "b"], "model": "minilm", "encoding_format": "float", "user": "u"}'),
+        "token_lists": (0, 255, b'{"input": [[101, 102], [101, 7592, 102]], "model": "m", "encoding_format": "base64", "dimensions": 8}'),
+        "small": (1, 7, b'{"input": "hello there", "model": "m", "dimensions": 9}'),
+    }
+    for name, (flags, width, body) in openai.items():
+        write("openai_request", name, bytes([flags, width]) + body)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for name, m in seeds():
@@ -266,6 +291,7 @@ def main():
     kserve_seeds()
     grpc_seeds()
     config_seeds()
+    embed_api_seeds()
     if len(sys.argv) > 1:
         plan_seeds(sys.argv[1])
 

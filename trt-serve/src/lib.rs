@@ -6,6 +6,8 @@
 //! | front ends | [`http`] | KServe v2 REST routes (axum), binary tensor extension header, `/metrics` |
 //! | | [`grpc`] | `inference.GRPCInferenceService` (tonic; `proto/inference.proto` compiled by protox) |
 //! | protocol | [`kserve`] | transport-independent requests and responses, JSON and binary tensor codecs, classification extension |
+//! | | [`tei`], [`openai`] | text-embeddings-inference and OpenAI embeddings requests decoded and checked, their error bodies |
+//! | | [`api_request`] | what both decoders share: bounds, refusals, field readers; [`vectors`]: Matryoshka truncation, base64 |
 //! | | [`service`] | what each protocol method does, shared by both front ends |
 //! | | [`error`] | the one mapping of errors to HTTP status, gRPC code and metrics reason |
 //! | | [`limits`] | body, element, text and queue bounds checked at the edge |
@@ -23,6 +25,7 @@
 //! are reached only through trt-nlp's `Backend` trait.
 #![warn(missing_docs)]
 
+pub mod api_request;
 pub mod auth;
 pub mod config;
 pub mod connections;
@@ -34,10 +37,13 @@ pub mod kserve;
 pub mod limits;
 pub mod loader;
 pub mod metrics;
+pub mod openai;
 pub mod repository;
 pub mod server;
 pub mod service;
+pub mod tei;
 pub mod text_model;
+pub mod vectors;
 
 pub use error::{ServeError, ServeResult};
 
