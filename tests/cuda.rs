@@ -131,6 +131,16 @@ fn device_query() {
     assert!(free > 0 && free <= total);
     assert!(device.free_memory().unwrap() <= total);
     assert_eq!(Device::new(0).unwrap(), device, "two handles of the same primary context");
+    // Identity that outlives ordinals: every visible GPU has its own UUID and bus id.
+    let mut seen = std::collections::HashSet::new();
+    for i in 0..n {
+        let d = Device::new(i).unwrap();
+        let (uuid, bus) = (d.uuid().unwrap(), d.pci_bus_id().unwrap());
+        println!("device {i}: {uuid} at PCI {bus}");
+        assert!(uuid.starts_with("GPU-") && uuid.len() == 40, "{uuid}");
+        assert!(bus.contains(':'), "{bus}");
+        assert!(seen.insert(uuid), "two devices share a UUID");
+    }
     device.synchronize().unwrap();
     device.check_deferred_error().unwrap();
 }

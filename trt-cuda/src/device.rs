@@ -137,6 +137,26 @@ impl Device {
         Ok((major.max(0) as u32, minor.max(0) as u32))
     }
 
+    /// The device's UUID as `nvidia-smi` and Triton's `gpu_uuid` label write
+    /// it: `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`. Unlike the ordinal, it
+    /// names the same physical GPU whatever `CUDA_VISIBLE_DEVICES` says.
+    pub fn uuid(&self) -> Result<String> {
+        let raw = self.ctx.uuid().map_err(cuda_err("cuDeviceGetUuid"))?;
+        Ok(format_uuid(&raw.bytes.map(|b| b as u8)))
+    }
+
+    /// The device's PCI bus id, e.g. `0000:19:00.0` (`cuDeviceGetPCIBusId`).
+    pub fn pci_bus_id(&self) -> Result<String> {
+        let mut buf = [0 as std::ffi::c_char; 32];
+        // SAFETY: `buf` is writable for its whole length, which is passed; the
+        // driver writes a NUL-terminated string of at most that many bytes.
+        unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as std::ffi::c_int, self.ctx.cu_device()) }
+            .result()
+            .map_err(cuda_err("cuDeviceGetPCIBusId"))?;
+        let bytes: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
     /// Total device memory in bytes.
     pub fn total_memory(&self) -> Result<usize> {
         self.ctx.total_mem().map_err(cuda_err("cuDeviceTotalMem"))
@@ -179,5 +199,20 @@ impl Device {
     /// Makes this device's context current on the calling thread.
     pub fn bind(&self) -> Result<()> {
         self.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))
+    }
+}
+
+/// 16 UUID bytes in `nvidia-smi`'s form (`GPU-` and 8-4-4-4-12 hex digits).
+fn format_uuid(b: &[u8; 16]) -> String {
+    let hex = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
+    format!("GPU-{}-{}-{}-{}-{}", hex(0..4), hex(4..6), hex(6..8), hex(8..10), hex(10..16))
+}
+
+#[cfg(test)]
+mod uuid_tests {
+    #[test]
+    fn uuids_are_written_as_nvidia_smi_writes_them() {
+        let b: [u8; 16] = [0x1f, 0x2e, 0x3d, 0x4c, 0x5b, 0x6a, 0x79, 0x88, 0x97, 0xa6, 0xb5, 0xc4, 0xd3, 0xe2, 0xf1, 0x00];
+        assert_eq!(super::format_uuid(&b), "GPU-1f2e3d4c-5b6a-7988-97a6-b5c4d3e2f100");
     }
 }

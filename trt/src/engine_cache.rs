@@ -3,8 +3,12 @@
 //! The key is a SHA-256 over everything that changes the plan: the model's
 //! bytes (and its external weight files), the [`BuildSettings`] (profiles,
 //! flags, workspace, level, targets, labels), the loaded TensorRT version, and
-//! the target (the compute capabilities given to TensorRT-RTX, else the GPU
-//! found, else "no-gpu"). Any change rebuilds.
+//! the target: the compute capabilities given to TensorRT-RTX, else the GPU
+//! the plan is built on (the cache's [`EngineCache::with_device`], else CUDA's
+//! default device, the one TensorRT's builder uses when no context is bound)
+//! named by its UUID, PCI bus id and compute capability, with the CUDA version
+//! of the driver; else "no-gpu". Two different GPUs therefore never share a
+//! plan, even of the same model and name. Any change rebuilds.
 //!
 //! Files: `<key>.plan` and `<key>.json` (size and SHA-256 of the plan, plus the
 //! inputs of the key in readable form). Both are written atomically (temporary
@@ -34,6 +38,7 @@ pub enum CacheOutcome {
 #[derive(Debug, Clone)]
 pub struct EngineCache {
     dir: PathBuf,
+    device: Option<crate::cuda::Device>,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -51,14 +56,27 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// The build target that goes into the key.
-fn target(settings: &BuildSettings) -> String {
+fn target(settings: &BuildSettings, device: Option<&crate::cuda::Device>) -> String {
     if !settings.compute_capabilities.is_empty() {
         return format!("sm{:?}", settings.compute_capabilities);
     }
-    match crate::cuda::Device::new(0).and_then(|d| Ok((d.name()?, d.compute_capability()?))) {
-        Ok((name, (major, minor))) => format!("{name} sm{major}{minor}"),
+    // Without a device of its own the builder targets CUDA's default device (ordinal 0).
+    let found = match device {
+        Some(d) => Ok(d.clone()),
+        None => crate::cuda::Device::new(0).map_err(Error::from),
+    };
+    match found.and_then(|d| device_identity(&d)) {
+        Ok(identity) => identity,
         Err(_) => "no-gpu".to_owned(),
     }
+}
+
+/// What tells one GPU and its software apart in a cache key: name, compute
+/// capability, UUID, PCI bus id and the CUDA version the driver supports.
+fn device_identity(d: &crate::cuda::Device) -> Result<String> {
+    let (major, minor) = d.compute_capability()?;
+    let (cuda_major, cuda_minor) = crate::cuda::driver_version()?;
+    Ok(format!("{} sm{major}{minor} {} pci {} cuda-driver {cuda_major}.{cuda_minor}", d.name()?, d.uuid()?, d.pci_bus_id()?))
 }
 
 /// The ONNX file's bytes plus any sibling files it may reference as external data.
@@ -92,7 +110,19 @@ fn model_digest(onnx: &Path) -> Result<(Vec<u8>, Sha256)> {
 impl EngineCache {
     /// A cache in `dir` (created when first written).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        EngineCache { dir: dir.into() }
+        EngineCache { dir: dir.into(), device: None }
+    }
+
+    /// Builds on `device` (its context is made current for the build) and keys
+    /// the plans by its identity.
+    pub fn with_device(mut self, device: crate::cuda::Device) -> Self {
+        self.device = Some(device);
+        self
+    }
+
+    /// The device plans are built on, when one was given.
+    pub fn device(&self) -> Option<&crate::cuda::Device> {
+        self.device.as_ref()
     }
 
     /// The cache folder.
@@ -113,7 +143,7 @@ impl EngineCache {
         configure(&mut config)?;
         let settings = serde_json::to_value(config.settings()).map_err(|e| Error::InvalidArgument(e.to_string()))?;
         let version = builder.library().version().to_string();
-        let target = target(config.settings());
+        let target = target(config.settings(), self.device.as_ref());
         h.update(settings.to_string().as_bytes());
         h.update(version.as_bytes());
         h.update(target.as_bytes());
@@ -122,6 +152,9 @@ impl EngineCache {
 
         if let Some(plan) = read_verified(&plan_path, &meta_path) {
             return Ok((plan, CacheOutcome::Hit));
+        }
+        if let Some(device) = &self.device {
+            device.bind()?;
         }
         let network = OnnxParser::parse_bytes(builder, &bytes, Some(onnx))?;
         let plan = builder.build(&network, &config)?;
