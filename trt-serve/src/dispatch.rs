@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 use trt_nlp::batching::{BatchingConfig, MetricsSnapshot, Request, RequestError, Scheduler, SubmitError};
+use trt_nlp::TokenRow;
 
 use crate::config::{DynamicBatching, ModelConfig, TimeoutAction};
 use crate::error::{ServeError, ServeResult};
@@ -38,6 +39,21 @@ pub struct Ran {
     pub compute: Duration,
     /// Batches run for it on the direct path (the scheduler counts its own).
     pub executions: u64,
+}
+
+/// What a request carries: texts, or rows the caller tokenized.
+enum Work {
+    Texts(Vec<String>),
+    Rows(Vec<TokenRow>),
+}
+
+impl Work {
+    fn len(&self) -> usize {
+        match self {
+            Work::Texts(t) => t.len(),
+            Work::Rows(r) => r.len(),
+        }
+    }
 }
 
 /// The queue policy of Triton's schedule-policy extension, resolved.
@@ -228,26 +244,40 @@ impl Dispatcher {
     /// Runs `texts` as one request with Triton's `priority` and `timeout`
     /// (microseconds) parameters.
     pub async fn run(&self, texts: Vec<String>, priority: u64, timeout_us: Option<u64>) -> ServeResult<Ran> {
+        self.run_work(Work::Texts(texts), priority, timeout_us).await
+    }
+
+    /// Runs rows tokenized by the caller (text pairs, token ids, texts cut
+    /// from the left) through the same queue and batches as texts.
+    pub async fn run_rows(&self, rows: Vec<TokenRow>, priority: u64, timeout_us: Option<u64>) -> ServeResult<Ran> {
+        self.run_work(Work::Rows(rows), priority, timeout_us).await
+    }
+
+    async fn run_work(&self, work: Work, priority: u64, timeout_us: Option<u64>) -> ServeResult<Ran> {
         let max_batch = self.model.max_batch();
-        if texts.len() > max_batch {
+        if work.len() > max_batch {
             return Err(ServeError::invalid(format!(
                 "{}: {} texts in one request, more than max_batch_size {max_batch}",
                 self.label,
-                texts.len()
+                work.len()
             )));
         }
         self.pending.fetch_add(1, Ordering::AcqRel);
         let _guard = PendingGuard(self.pending.clone());
         let timeout = self.policy.timeout(timeout_us);
         match &self.path {
-            Path::Direct { slots, runners, max_pending } => self.run_direct(slots, runners, *max_pending, texts, timeout).await,
+            Path::Direct { slots, runners, max_pending } => self.run_direct(slots, runners, *max_pending, work, timeout).await,
             Path::Batched { scheduler, levels, default_level } => {
                 // Triton: levels 1..=priority_levels, 1 first; 0 or out of range: the default.
                 let level = match priority as usize {
                     p if (1..=*levels).contains(&p) => p,
                     _ => *default_level,
                 };
-                let mut request = Request::texts(texts).priority(level - 1);
+                let request = match work {
+                    Work::Texts(texts) => Request::texts(texts),
+                    Work::Rows(rows) => Request::token_rows(rows),
+                };
+                let mut request = request.priority(level - 1);
                 if let Some(t) = timeout {
                     request = request.timeout(t);
                 }
@@ -271,7 +301,7 @@ impl Dispatcher {
         slots: &Arc<Semaphore>,
         runners: &Runners,
         max_pending: usize,
-        texts: Vec<String>,
+        work: Work,
         timeout: Option<Duration>,
     ) -> ServeResult<Ran> {
         let pending = self.pending();
@@ -296,7 +326,10 @@ impl Dispatcher {
         let out = runners
             .run(move || {
                 let _permit = permit;
-                model.run(&texts)
+                match &work {
+                    Work::Texts(texts) => model.run(texts),
+                    Work::Rows(rows) => model.run_rows(rows),
+                }
             })
             .await??;
         Ok(Ran { tensors: out.tensors, queue, tokenize: out.tokenize, compute: out.compute, executions: 1 })

@@ -23,7 +23,10 @@ type Shared = State<Arc<Service>>;
 /// The v2 routes over `service`.
 pub fn router(service: Arc<Service>) -> Router {
     let limit = service.repository.limits().max_body_bytes;
-    Router::new()
+    // The embedding APIs: TEI's at the root (the single model) and per model, OpenAI's under /v1.
+    let embedding_apis =
+        crate::openai::routes::mount(crate::tei::routes::mount(crate::tei::routes::mount(Router::new(), ""), "/models/{model}"));
+    embedding_apis
         .route("/v2/health/live", get(live))
         .route("/v2/health/ready", get(ready))
         .route("/v2", get(server_metadata))

@@ -7,6 +7,7 @@
 //! | | [`grpc`] | `inference.GRPCInferenceService` (tonic; `proto/inference.proto` compiled by protox) |
 //! | protocol | [`kserve`] | transport-independent requests and responses, JSON and binary tensor codecs, classification extension |
 //! | | [`tei`], [`openai`] | text-embeddings-inference and OpenAI embeddings requests decoded and checked, their error bodies |
+//! | | [`api_model`] | the model behind a TEI / OpenAI route: inputs to token rows, rows through the version's dispatcher |
 //! | | [`api_request`] | what both decoders share: bounds, refusals, field readers; [`vectors`]: Matryoshka truncation, base64 |
 //! | | [`service`] | what each protocol method does, shared by both front ends |
 //! | | [`error`] | the one mapping of errors to HTTP status, gRPC code and metrics reason |
@@ -25,6 +26,7 @@
 //! are reached only through trt-nlp's `Backend` trait.
 #![warn(missing_docs)]
 
+pub mod api_model;
 pub mod api_request;
 pub mod auth;
 pub mod config;

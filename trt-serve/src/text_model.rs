@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use ndarray::{Array2, ArrayD, ArrayViewD, Axis, Ix3};
 use trt_nlp::batching::RowResult;
-use trt_nlp::{l2_normalize, Backend, BatchLayout, Labels, OutputView, Outputs, Pooling, TokenizerPipeline};
+use trt_nlp::{l2_normalize, Backend, BatchLayout, Labels, OutputView, Outputs, Pooling, TokenRow, TokenizerPipeline};
 
 use crate::config::ModelConfig;
 use crate::error::{ServeError, ServeResult};
@@ -194,22 +194,50 @@ impl TextModel {
     /// backend's minimum are padded with empty texts, whose rows are dropped).
     pub fn run<S: AsRef<str> + Sync>(&self, texts: &[S]) -> ServeResult<BatchOutputs> {
         let layout = self.backend.layout();
-        if texts.is_empty() || texts.len() > self.max_batch() {
-            return Err(ServeError::Internal(format!("batch of {} texts outside 1..={}", texts.len(), self.max_batch())));
-        }
-        let real = texts.len();
+        self.check_batch(texts.len())?;
         let mut padded: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
         if padded.len() < layout.min_batch {
             padded.resize(layout.min_batch, "");
         }
+        let pipeline = &self.pipeline;
+        self.run_encoded(texts.len(), &mut |batch| pipeline.encode_into(&padded, batch))
+    }
+
+    /// Runs rows tokenized earlier (text pairs, ready token ids, texts cut
+    /// from the left), as [`run`](Self::run) runs texts.
+    pub fn run_rows(&self, rows: &[TokenRow]) -> ServeResult<BatchOutputs> {
+        let layout = self.backend.layout();
+        self.check_batch(rows.len())?;
+        let filler = match rows.len() < layout.min_batch {
+            true => self.pipeline.tokenize(&[""])?.pop(),
+            false => None,
+        };
+        let missing = layout.min_batch.saturating_sub(rows.len());
+        let padded: Vec<&TokenRow> = rows.iter().chain(filler.iter().cycle().take(missing)).collect();
+        let pipeline = &self.pipeline;
+        self.run_encoded(rows.len(), &mut |batch| pipeline.pack(padded.iter().copied(), batch))
+    }
+
+    fn check_batch(&self, n: usize) -> ServeResult<()> {
+        if n == 0 || n > self.max_batch() {
+            return Err(ServeError::Internal(format!("batch of {n} rows outside 1..={}", self.max_batch())));
+        }
+        Ok(())
+    }
+
+    /// One backend run whose tokens `encode` writes; `real` rows are kept.
+    fn run_encoded(
+        &self,
+        real: usize,
+        encode: &mut dyn FnMut(&mut trt_nlp::EncodedBatch<'_>) -> trt_nlp::Result<BatchLayout>,
+    ) -> ServeResult<BatchOutputs> {
         let mut tokenize = Duration::ZERO;
         let mut result = Vec::with_capacity(self.outputs.len());
         let started = Instant::now();
-        let pipeline = &self.pipeline;
         self.backend.run(
             &mut |batch| {
                 let t = Instant::now();
-                let l = pipeline.encode_into(&padded, batch);
+                let l = encode(batch);
                 tokenize = t.elapsed();
                 l
             },

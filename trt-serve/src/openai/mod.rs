@@ -1,7 +1,8 @@
 //! OpenAI's embeddings API on `trt serve`: the request decoder ([`request`])
-//! and the error body ([`error`]).
+//! the error body ([`error`]) and the routes ([`routes`]).
 
 pub mod error;
 pub mod request;
+pub mod routes;
 
 pub use error::OpenAiError;

@@ -1,7 +1,8 @@
 //! text-embeddings-inference's HTTP API on `trt serve`: request decoders
-//! ([`request`]) and the error body ([`error`]).
+//! ([`request`]), the error body ([`error`]) and the routes ([`routes`]).
 
 pub mod error;
 pub mod request;
+pub mod routes;
 
 pub use error::TeiError;

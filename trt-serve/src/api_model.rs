@@ -1,0 +1,187 @@
+//! The model behind a TEI or OpenAI route, and the one path its work takes:
+//! inputs tokenized here (per-request truncation, pairs, ready token ids)
+//! into rows, the rows through the version's [`Dispatcher`](crate::dispatch::Dispatcher)
+//! (the same queue, token budget and length grouping as `/v2/.../infer`, so
+//! traffic of every protocol batches together), the version's request
+//! metrics counted as for KServe requests.
+//!
+//! A route without a model name (TEI's root routes) serves the single model
+//! of the repository; with several models it answers 404 naming the
+//! `/models/{name}/...` form.
+//!
+//! Inputs longer than the model's sequence length are refused (413) unless
+//! the request sets `truncate: true`, TEI's behaviour without
+//! `--auto-truncate`. Ready token ids are never cut.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use trt_nlp::{PairTruncation, TokenRow};
+
+use crate::api_request::Bounds;
+use crate::dispatch::Ran;
+use crate::error::{ServeError, ServeResult};
+use crate::repository::ServedVersion;
+use crate::service::Service;
+use crate::tei::request::{Input, Truncate};
+use crate::text_model::{RowsTensor, EMBEDDING};
+
+/// One input, as the routes hand it over.
+#[derive(Debug, Clone, Copy)]
+pub enum Item<'a> {
+    /// A text.
+    Text(&'a str),
+    /// Ready token ids.
+    Ids(&'a [u32]),
+    /// A pair (query and passage).
+    Pair(&'a str, &'a str),
+}
+
+impl<'a> From<&'a Input> for Item<'a> {
+    fn from(i: &'a Input) -> Self {
+        match i {
+            Input::Text(t) => Item::Text(t),
+            Input::Ids(ids) => Item::Ids(ids),
+        }
+    }
+}
+
+/// The version serving `model`, or the repository's single model when `None`.
+pub fn resolve(service: &Service, model: Option<&str>) -> ServeResult<Arc<ServedVersion>> {
+    if let Some(name) = model {
+        return service.repository.resolve(name, None);
+    }
+    let served = service.repository.served();
+    let mut names: Vec<&str> = served.iter().map(|v| v.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    match names.as_slice() {
+        [one] => service.repository.resolve(one, None),
+        [] => Err(ServeError::Unavailable("no model is ready".into())),
+        many => {
+            Err(ServeError::NotFound(format!("{} models are served ({}): name one, as /models/{{name}}/...", many.len(), many.join(", "))))
+        }
+    }
+}
+
+/// The bounds of a request to `served`: its largest batch, the server's text limit, its sequence length.
+pub fn bounds(service: &Service, served: &ServedVersion) -> Bounds {
+    let model = served.dispatcher.model();
+    Bounds { max_inputs: model.max_batch(), max_text_bytes: service.repository.limits().max_text_bytes, max_ids: model.max_seq() }
+}
+
+/// The width of `served`'s `embedding` output, or why it has none.
+pub fn embedding_width(served: &ServedVersion) -> ServeResult<usize> {
+    served
+        .config
+        .outputs
+        .iter()
+        .find(|o| o.name == EMBEDDING)
+        .and_then(|o| o.dims.last().copied())
+        .and_then(|d| usize::try_from(d).ok())
+        .ok_or_else(|| ServeError::invalid(format!("model '{}' exposes no '{EMBEDDING}' output: it does not embed", served.name)))
+}
+
+/// The body, or why it could not be read (too large: 413).
+pub fn body_of(body: Result<Bytes, BytesRejection>) -> ServeResult<Bytes> {
+    body.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ServeError::TooLarge(format!("request body: {}", e.body_text())),
+        _ => ServeError::invalid(format!("request body: {}", e.body_text())),
+    })
+}
+
+fn tokenize_error(e: trt_nlp::Error, index: usize) -> ServeError {
+    match e {
+        trt_nlp::Error::TooLong { tokens, max_len, .. } => {
+            ServeError::TooLarge(format!("input {index} has {tokens} tokens, more than the model's {max_len}"))
+        }
+        e => ServeError::invalid(format!("input {index}: {e}")),
+    }
+}
+
+/// `items` tokenized for `served` by `truncate` (pairs cut longest-first).
+pub fn rows(served: &ServedVersion, items: &[Item<'_>], truncate: Truncate) -> ServeResult<Vec<TokenRow>> {
+    let pipeline = served.dispatcher.model().pipeline().clone();
+    let cut = truncate.truncate == Some(true);
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let row = match *item {
+            Item::Text(t) => pipeline.tokenize_from(&[t], truncate.side).map_err(|e| tokenize_error(e, i))?.remove(0),
+            Item::Pair(a, b) => {
+                pipeline.tokenize_pairs(&[(a, b)], PairTruncation::LongestFirst, truncate.side).map_err(|e| tokenize_error(e, i))?.remove(0)
+            }
+            Item::Ids(ids) => {
+                let row = TokenRow::new(ids.to_vec(), None).map_err(|e| tokenize_error(e, i))?;
+                pipeline.check_row(&row).map_err(|e| tokenize_error(e, i))?;
+                row
+            }
+        };
+        if row.truncated() && !cut {
+            return Err(ServeError::TooLarge(format!(
+                "input {i} is longer than the model's {} tokens; send \"truncate\": true to cut it",
+                pipeline.max_len()
+            )));
+        }
+        out.push(row);
+    }
+    Ok(out)
+}
+
+/// Runs `rows` on `served` through its dispatcher, counting the request in
+/// the version's metrics as KServe requests are counted.
+pub async fn run(service: &Service, served: &ServedVersion, rows: Vec<TokenRow>) -> ServeResult<Ran> {
+    let started = Instant::now();
+    let v = served.version.to_string();
+    let labels = [served.name.as_str(), v.as_str()];
+    let m = &service.metrics;
+    let n = rows.len();
+    m.pending_requests.with_label_values(&labels).inc();
+    let result = served.dispatcher.run_rows(rows, 0, None).await;
+    m.pending_requests.with_label_values(&labels).dec();
+    match &result {
+        Ok(ran) => {
+            m.request_success.with_label_values(&labels).inc();
+            m.inference_count.with_label_values(&labels).inc_by(n as u64);
+            m.exec_count.with_label_values(&labels).inc_by(ran.executions);
+            m.queue_duration_us.with_label_values(&labels).inc_by(ran.queue.as_micros() as u64);
+            m.compute_infer_duration_us.with_label_values(&labels).inc_by(ran.compute.as_micros() as u64);
+            m.request_duration_us.with_label_values(&labels).inc_by(started.elapsed().as_micros() as u64);
+        }
+        Err(e) => m.request_failure.with_label_values(&[labels[0], labels[1], e.failure_reason()]).inc(),
+    }
+    result
+}
+
+/// The output `name` of a run.
+pub fn output<'a>(served: &ServedVersion, ran: &'a Ran, name: &str) -> ServeResult<&'a RowsTensor> {
+    ran.tensors
+        .iter()
+        .find(|t| t.name == name)
+        .ok_or_else(|| ServeError::invalid(format!("model '{}' exposes no output '{name}'", served.name)))
+}
+
+/// The classification output of `served` (`logits`, else its only rank-1
+/// output other than `embedding`), or why it has none.
+pub fn logits_name(served: &ServedVersion) -> ServeResult<String> {
+    let outs = &served.config.outputs;
+    outs.iter()
+        .find(|o| o.name == "logits")
+        .or_else(|| {
+            let mut rank1 = outs.iter().filter(|o| o.dims.len() == 1 && o.name != EMBEDDING);
+            match (rank1.next(), rank1.next()) {
+                (Some(o), None) => Some(o),
+                _ => None,
+            }
+        })
+        .map(|o| o.name.clone())
+        .ok_or_else(|| ServeError::invalid(format!("model '{}' exposes no 'logits' output: it does not classify", served.name)))
+}
+
+/// Row `r` of a `[rows, ...]` tensor.
+pub fn row(t: &RowsTensor, r: usize) -> &[f32] {
+    let per: usize = t.shape[1..].iter().product();
+    &t.values[r * per..(r + 1) * per]
+}
