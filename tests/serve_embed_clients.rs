@@ -1,0 +1,55 @@
+//! `trt serve`'s TEI and OpenAI routes driven by the real clients (PyPI
+//! `openai` and `huggingface_hub` in `.deps/venv`): tests/python/embed_clients.py
+//! checks embeddings, similarities, rerank order and logits against Python
+//! tokenizers + onnxruntime on the same files, and bad input for every route.
+//! The repository: `embed` (the default model, exposing `embedding` and
+//! `last_hidden_state`, dynamically batched) and `rerank` (the cross-encoder
+//! of scripts/make_cross_encoder.py, one logit). Loopback only, bounded: the
+//! server must be ready within 120 s, the client finish within 300 s, the
+//! server exit within 30 s of SIGTERM.
+
+mod common;
+#[path = "common/serve.rs"]
+mod serve;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serve::{add_model, text_config, wait_bounded, Server};
+
+#[test]
+fn openai_and_huggingface_hub_drive_the_embedding_routes() {
+    let deps = common::deps();
+    let python = deps.join("venv/bin/python");
+    let probe = Command::new(&python).args(["-c", "import openai, huggingface_hub, onnxruntime, tokenizers"]).status();
+    assert!(matches!(probe, Ok(s) if s.success()), "{} cannot import openai and huggingface_hub: run scripts/setup", python.display());
+    let minilm = serve::minilm(&deps);
+    let cross = deps.join("models/cross-encoder");
+    assert!(cross.join("model.onnx").exists(), "{} is missing: run scripts/setup", cross.display());
+    let repo = tempfile::tempdir().unwrap();
+    let root = repo.path();
+    let batching = "dynamic_batching { max_queue_delay_microseconds: 2000 }";
+    let embed_outputs = [("embedding", "384"), ("last_hidden_state", "-1, 384")];
+    add_model(root, "embed", &text_config("onnxruntime_onnx", 8, &embed_outputs, batching), &minilm, ("model.onnx", None));
+    add_model(root, "rerank", &text_config("onnxruntime_onnx", 8, &[("logits", "1")], batching), &cross, ("model.onnx", None));
+
+    let server = Server::start(std::path::Path::new(env!("CARGO_BIN_EXE_trt")), root, &["--threads", "1"], Duration::from_secs(120));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/python/embed_clients.py");
+    let mut client = Command::new(&python)
+        .arg(script)
+        .args(["--http", &server.http])
+        .arg("--repo")
+        .arg(root)
+        .env("HF_HUB_DISABLE_TELEMETRY", "1")
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python runs");
+    let status = wait_bounded(&mut client, Duration::from_secs(300)).unwrap_or_else(|| {
+        let _ = client.kill();
+        panic!("the embedding-client checks did not finish within 300 s")
+    });
+    assert!(status.success(), "tests/python/embed_clients.py failed ({status}); its output above names the check");
+    let exit = server.terminate(Duration::from_secs(30));
+    assert!(exit.success(), "trt serve exited with {exit} after SIGTERM");
+}
