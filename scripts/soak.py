@@ -176,7 +176,8 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     server = subprocess.Popen(
         [a.trt, "serve", "--model-repository", a.repo, "--host", "127.0.0.1", "--http-port", "0", "--grpc-port", "0",
-         "--metrics-port", "0", "--threads", "1", "--max-request-bytes", str(a.max_request_bytes)],
+         "--metrics-port", "0", "--threads", "1", "--max-request-bytes", str(a.max_request_bytes),
+         "--model-control-mode", "explicit", "--load-model", "*"],
         stdout=subprocess.PIPE, stderr=open(os.path.join(a.out, "server.stderr"), "wb"), text=True)
     line = ""
     deadline = time.time() + 180

@@ -35,7 +35,18 @@ fn api_keys_guard_inference_and_repository_routes() {
     let server = Server::start_logging_to(
         std::path::Path::new(env!("CARGO_BIN_EXE_trt")),
         repo.path(),
-        &["--threads", "1", "--api-key-file", key_file.to_str().unwrap(), "--admin-api-key", admin],
+        &[
+            "--threads",
+            "1",
+            "--api-key-file",
+            key_file.to_str().unwrap(),
+            "--admin-api-key",
+            admin,
+            "--model-control-mode",
+            "explicit",
+            "--load-model",
+            "*",
+        ],
         Duration::from_secs(120),
         &log,
     );

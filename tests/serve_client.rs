@@ -45,7 +45,7 @@ fn tritonclient_drives_trt_serve() {
     let server = Server::start(
         std::path::Path::new(env!("CARGO_BIN_EXE_trt")),
         root,
-        &["--threads", "1", "--max-request-bytes", "1048576"],
+        &["--threads", "1", "--max-request-bytes", "1048576", "--model-control-mode", "explicit", "--load-model", "*"],
         Duration::from_secs(120),
     );
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/python/serve_client.py");

@@ -8,6 +8,7 @@
 //! | [`ServeError::TooLarge`] | 413 | `RESOURCE_EXHAUSTED` | body, element count or text over a [`crate::limits::Limits`] bound |
 //! | [`ServeError::NotFound`] | 404 | `NOT_FOUND` | unknown model or version |
 //! | [`ServeError::Unavailable`] | 503 | `UNAVAILABLE` | model not ready, overloaded, queue or inference timeout, shutting down |
+//! | [`ServeError::NotAllowed`] | 400 | `UNAVAILABLE` | repository load / unload outside model-control mode `explicit` (Triton's codes) |
 //! | [`ServeError::Unauthenticated`] | 401 | `UNAUTHENTICATED` | a missing or wrong API key |
 //! | [`ServeError::RequestTimeout`] | 408 | `DEADLINE_EXCEEDED` | the client did not send its request body in time |
 //! | [`ServeError::Unsupported`] | 501 | `UNIMPLEMENTED` | a protocol feature `trt serve` does not implement |
@@ -34,6 +35,9 @@ pub enum ServeError {
     /// A protocol feature this server does not implement.
     #[error("{0}")]
     Unsupported(String),
+    /// The server's mode does not allow the operation.
+    #[error("{0}")]
+    NotAllowed(String),
     /// The request lacks the API key its route needs.
     #[error("{0}")]
     Unauthenticated(String),
@@ -64,6 +68,7 @@ impl ServeError {
             ServeError::Unsupported(_) => StatusCode::NOT_IMPLEMENTED,
             ServeError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ServeError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            ServeError::NotAllowed(_) => StatusCode::BAD_REQUEST,
             ServeError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -78,6 +83,7 @@ impl ServeError {
             ServeError::Unsupported(_) => tonic::Code::Unimplemented,
             ServeError::RequestTimeout(_) => tonic::Code::DeadlineExceeded,
             ServeError::Unauthenticated(_) => tonic::Code::Unauthenticated,
+            ServeError::NotAllowed(_) => tonic::Code::Unavailable,
             ServeError::Internal(_) => tonic::Code::Internal,
         }
     }

@@ -13,6 +13,7 @@
 //! | | [`error`] | the one mapping of errors to HTTP status, gRPC code and metrics reason |
 //! | | [`limits`] | body, element, text and queue bounds checked at the edge |
 //! | models | [`repository`] | Triton's repository layout, version policy, load / unload, atomic version switch with drain |
+//! | | [`model_control`] | model-control modes `none` / `explicit` / `poll`, strict readiness |
 //! | | [`config`] | `config.pbtxt` (protobuf text format) parsed and checked |
 //! | | [`dispatch`] | admission, queue timeout and execution for one version |
 //! | | [`text_model`] | texts → tokens → backend → outputs (and the pooled `embedding`) |
@@ -39,6 +40,7 @@ pub mod kserve;
 pub mod limits;
 pub mod loader;
 pub mod metrics;
+pub mod model_control;
 pub mod openai;
 pub mod repository;
 pub mod server;

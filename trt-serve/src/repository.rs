@@ -29,6 +29,7 @@ use crate::config::ModelConfig;
 use crate::dispatch::Dispatcher;
 use crate::error::{ServeError, ServeResult};
 use crate::limits::Limits;
+use crate::model_control::ModelControl;
 use crate::text_model::TextModel;
 
 /// Opens one version of a model (blocking: files, sessions, engines).
@@ -91,6 +92,7 @@ pub struct Repository {
     models: RwLock<BTreeMap<String, ModelEntry>>,
     /// One load or unload at a time (requests never wait on it).
     changes: tokio::sync::Mutex<()>,
+    control: ModelControl,
 }
 
 impl std::fmt::Debug for Repository {
@@ -112,7 +114,8 @@ pub fn check_model_name(name: &str) -> ServeResult<()> {
     Ok(())
 }
 
-fn read_versions(model_dir: &Path) -> Vec<u64> {
+/// The version folder numbers of a model folder, in no particular order.
+pub(crate) fn read_versions(model_dir: &Path) -> Vec<u64> {
     let Ok(entries) = std::fs::read_dir(model_dir) else { return Vec::new() };
     entries
         .filter_map(|e| e.ok())
@@ -129,7 +132,25 @@ impl Repository {
         if !root.is_dir() {
             return Err(ServeError::NotFound(format!("model repository {} is not a folder", root.display())));
         }
-        Ok(Repository { root, limits, loader, models: RwLock::new(BTreeMap::new()), changes: tokio::sync::Mutex::new(()) })
+        Ok(Repository {
+            root,
+            limits,
+            loader,
+            models: RwLock::new(BTreeMap::new()),
+            changes: tokio::sync::Mutex::new(()),
+            control: ModelControl::default(),
+        })
+    }
+
+    /// The same repository under `control` (set before serving).
+    pub fn with_control(mut self, control: ModelControl) -> Self {
+        self.control = control;
+        self
+    }
+
+    /// How its models are controlled.
+    pub fn control(&self) -> &ModelControl {
+        &self.control
     }
 
     /// The repository's folder.
@@ -155,7 +176,7 @@ impl Repository {
     }
 
     /// Model folder names in the repository (those with a `config.pbtxt`).
-    fn model_names_on_disk(&self) -> Vec<String> {
+    pub(crate) fn model_names_on_disk(&self) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(&self.root) else { return Vec::new() };
         let mut names: Vec<String> = entries
             .filter_map(|e| e.ok())

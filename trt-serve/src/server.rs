@@ -157,6 +157,8 @@ pub struct ServeOptions {
     pub transport: Transport,
     /// API keys.
     pub access: Access,
+    /// Model-control mode and readiness.
+    pub control: crate::model_control::ModelControl,
     /// How versions are opened.
     pub loader: crate::loader::NlpLoader,
 }
@@ -169,8 +171,11 @@ pub fn run(options: ServeOptions, on_ready: impl FnOnce(Bound)) -> Result<(), cr
     runtime.block_on(async move {
         let listeners = Listeners::bind(&options.ports).await.map_err(io)?;
         let bound = listeners.addresses().map_err(io)?;
-        let repository = Arc::new(crate::repository::Repository::new(&options.repository, options.limits, Arc::new(options.loader))?);
-        repository.load_all().await;
+        let control = options.control.clone();
+        let repository = crate::repository::Repository::new(&options.repository, options.limits, Arc::new(options.loader))?;
+        let repository = Arc::new(repository.with_control(control.clone()));
+        control.load_at_start(&repository).await?;
+        control.spawn_poller(repository.clone());
         let service = Arc::new(Service { repository, metrics: Arc::new(crate::metrics::Metrics::new()) });
         on_ready(bound);
         listeners.serve(service, &options.transport, &options.access, shutdown_signal()).await.map_err(io)

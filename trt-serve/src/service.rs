@@ -98,9 +98,10 @@ impl Service {
         true
     }
 
-    /// Readiness: every loaded model has a ready version.
+    /// Readiness: every model asked for has a ready version (with strict
+    /// readiness; otherwise the server is ready once it serves).
     pub fn ready(&self) -> bool {
-        self.repository.all_ready()
+        !self.repository.control().strict_readiness || self.repository.all_ready()
     }
 
     /// Whether the version (or the model's latest) answers requests.
@@ -205,11 +206,13 @@ impl Service {
 
     /// Loads or reloads a model.
     pub async fn load(&self, name: &str) -> ServeResult<()> {
+        self.repository.control().check_api("loading a model")?;
         self.repository.load(name).await
     }
 
     /// Unloads a model (after its requests in flight finish).
     pub async fn unload(&self, name: &str) -> ServeResult<()> {
+        self.repository.control().check_api("unloading a model")?;
         self.repository.unload(name).await
     }
 

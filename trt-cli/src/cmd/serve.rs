@@ -15,6 +15,7 @@ use trt_serve::auth::{Access, ApiKey};
 use trt_serve::connections::Transport;
 use trt_serve::limits::Limits;
 use trt_serve::loader::NlpLoader;
+use trt_serve::model_control::{Mode, ModelControl};
 use trt_serve::server::{Ports, ServeOptions};
 
 use crate::error::{CliError, Result};
@@ -123,6 +124,50 @@ pub struct Args {
     /// `/metrics` needs the API key too (open by default, for scrapers).
     #[arg(long)]
     pub auth_metrics: bool,
+
+    /// Triton's model-control mode: none (every model loads at start; the repository API
+    /// cannot load or unload), explicit (--load-model; the API loads and unloads), poll
+    /// (every model; the repository is watched for changes).
+    #[arg(long, value_enum, default_value_t = ControlMode::None)]
+    pub model_control_mode: ControlMode,
+
+    /// With --model-control-mode explicit: a model to load at start (repeatable; '*': every model).
+    #[arg(long, value_name = "NAME")]
+    pub load_model: Vec<String>,
+
+    /// With --model-control-mode poll: seconds between polls of the repository [default: 15].
+    #[arg(long, value_name = "SECS")]
+    pub repository_poll_secs: Option<u64>,
+
+    /// Ready only when every model asked for is ready (false: ready once serving).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub strict_readiness: bool,
+}
+
+/// `--model-control-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ControlMode {
+    /// Every model at start; no load / unload.
+    None,
+    /// --load-model at start; load / unload allowed.
+    Explicit,
+    /// Every model at start; the repository is polled.
+    Poll,
+}
+
+fn model_control(a: &Args) -> Result<ModelControl> {
+    if !a.load_model.is_empty() && a.model_control_mode != ControlMode::Explicit {
+        return Err(CliError::new("--load-model needs --model-control-mode explicit"));
+    }
+    if a.repository_poll_secs.is_some() && a.model_control_mode != ControlMode::Poll {
+        return Err(CliError::new("--repository-poll-secs needs --model-control-mode poll"));
+    }
+    let mode = match a.model_control_mode {
+        ControlMode::None => Mode::None,
+        ControlMode::Explicit => Mode::Explicit(a.load_model.clone()),
+        ControlMode::Poll => Mode::Poll(positive(a.repository_poll_secs.unwrap_or(15), "repository-poll-secs")?),
+    };
+    Ok(ModelControl { mode, strict_readiness: a.strict_readiness })
 }
 
 /// A key from its flag, its file, or its environment variable, in that order.
@@ -196,6 +241,7 @@ pub fn run(a: Args, verbose: u8) -> Result<()> {
         grpc_keepalive_interval: positive(a.grpc_keepalive_secs, "grpc-keepalive-secs")?,
         grpc_keepalive_timeout: positive(a.grpc_keepalive_timeout_secs, "grpc-keepalive-timeout-secs")?,
     };
+    let control = model_control(&a)?;
     let access = Access {
         api_key: key(a.api_key, a.api_key_file.as_deref(), "TRT_SERVE_API_KEY")?,
         admin_api_key: key(a.admin_api_key, a.admin_api_key_file.as_deref(), "TRT_SERVE_ADMIN_API_KEY")?,
@@ -210,7 +256,7 @@ pub fn run(a: Args, verbose: u8) -> Result<()> {
         grpc: SocketAddr::new(a.host, a.grpc_port),
         metrics: SocketAddr::new(a.host, a.metrics_port),
     };
-    let options = ServeOptions { repository: a.model_repository, ports, limits, transport, access, loader };
+    let options = ServeOptions { repository: a.model_repository, ports, limits, transport, access, control, loader };
     trt_serve::server::run(options, |bound| {
         println!("trt serve: http={} grpc={} metrics={}", bound.http, bound.grpc, bound.metrics);
         let _ = std::io::stdout().flush();
