@@ -6,7 +6,7 @@
 //!
 //! | group | routes | key required |
 //! |---|---|---|
-//! | health | `/v2/health/*`, `/v2/models/{m}[/versions/{v}]/ready`; gRPC `ServerLive`, `ServerReady`, `ModelReady` | none, or the API key with [`Access::protect_health`] |
+//! | health | `/v2/health/*`, `/v2/models/{m}[/versions/{v}]/ready`, TEI's `/health` and `/models/{m}/health`; gRPC `ServerLive`, `ServerReady`, `ModelReady` | none, or the API key with [`Access::protect_health`] |
 //! | metrics | `/metrics` (its own port) | none, or the API key with [`Access::protect_metrics`] |
 //! | admin | `/v2/repository/*`; gRPC `Repository*` | the admin key; with none set, the API key |
 //! | inference | every other route (infer, metadata, config, statistics, ...) | the API key |
@@ -87,7 +87,10 @@ pub enum Group {
 impl Group {
     /// The group of an HTTP path.
     pub fn of_http(path: &str) -> Group {
-        if path.starts_with("/v2/health/") || (path.starts_with("/v2/models/") && path.ends_with("/ready")) {
+        let model_ready = path.starts_with("/v2/models/") && path.ends_with("/ready");
+        // TEI's health route, at the root and per model.
+        let tei_health = path == "/health" || (path.starts_with("/models/") && path.ends_with("/health"));
+        if path.starts_with("/v2/health/") || model_ready || tei_health {
             Group::Health
         } else if path.starts_with("/v2/repository/") || path == "/v2/repository" {
             Group::Admin
@@ -242,6 +245,10 @@ mod tests {
         assert_eq!(a.check(Group::of_http("/v2/repository/models/m/unload"), Some(b"Bearer adm")), Ok(()));
         assert_eq!(a.check(Group::of_http("/v2/health/ready"), None), Ok(()));
         assert_eq!(a.check(Group::of_http("/v2/models/m/versions/1/ready"), None), Ok(()));
+        assert_eq!(a.check(Group::of_http("/health"), None), Ok(()));
+        assert_eq!(a.check(Group::of_http("/models/m/health"), None), Ok(()));
+        assert!(a.check(Group::of_http("/embed"), None).is_err());
+        assert!(a.check(Group::of_http("/v1/embeddings"), None).is_err());
         assert_eq!(a.check(Group::of_http("/metrics"), None), Ok(()));
         let p = Access { protect_health: true, protect_metrics: true, ..access() };
         assert!(p.check(Group::of_http("/v2/health/ready"), None).is_err());
