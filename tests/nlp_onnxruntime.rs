@@ -168,3 +168,43 @@ fn bad_models_and_texts_are_typed_errors() {
     let e = OrtBackend::new(&other, &OrtBackendOptions::default()).unwrap_err();
     assert!(e.to_string().contains("'x' is not a token tensor"), "{e}");
 }
+
+/// The cross-encoder of scripts/make_cross_encoder.py: pair logits and the
+/// rerank order from Rust equal Python tokenizers + onnxruntime's.
+#[test]
+fn cross_encoder_scores_pairs_and_reranks_like_python() {
+    let dir = support::deps_dir().join("models/cross-encoder");
+    assert!(dir.join("model.onnx").exists(), "{} is missing: run scripts/setup", dir.display());
+    let c = Classifier::open(&dir, BackendChoice::OnnxRuntime, &BackendOptions::default(), &HelperOptions::default()).unwrap();
+    let query = "What is Deep Learning?";
+    let texts =
+        ["Deep Learning is a branch of machine learning.", "The stock market fell sharply.", "", "日本語のテキスト", &"long ".repeat(600)];
+    let code = r#"
+import json, sys
+import numpy as np, onnxruntime as ort, tokenizers
+req = json.load(sys.stdin)
+tok = tokenizers.Tokenizer.from_file(req["dir"] + "/tokenizer.json")
+tok.no_padding(); tok.enable_truncation(512)
+s = ort.InferenceSession(req["dir"] + "/model.onnx", providers=["CPUExecutionProvider"])
+out = []
+for t in req["texts"]:
+    e = tok.encode(req["query"], t)
+    f = {k: np.array([v], dtype=np.int32) for k, v in (("input_ids", e.ids), ("attention_mask", e.attention_mask), ("token_type_ids", e.type_ids))}
+    out.append(float(s.run(["logits"], f)[0][0][0]))
+json.dump(out, sys.stdout)
+"#;
+    let want = support::run_python(&["-c".as_ref(), code.as_ref()], &serde_json::json!({"dir": dir, "query": query, "texts": texts}));
+    let want: Vec<f32> = want.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
+    let pairs: Vec<(&str, &str)> = texts.iter().map(|t| (query, *t)).collect();
+    let got = c.score_pairs(&pairs, trt_nlp::PairTruncation::LongestFirst).unwrap();
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g.len(), 1, "one logit");
+        assert!((g[0] - w).abs() < 1e-5, "pair {i}: {} vs Python {w}", g[0]);
+    }
+    let ranked = c.rerank(query, &texts, true).unwrap();
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.sort_by(|&a, &b| want[b].total_cmp(&want[a]));
+    assert_eq!(ranked.iter().map(|r| r.index).collect::<Vec<_>>(), order);
+    let sig = c.rerank(query, &texts, false).unwrap();
+    assert!(sig.iter().all(|r| (r.score - 1.0 / (1.0 + (-want[r.index]).exp())).abs() < 1e-5));
+}

@@ -6,8 +6,10 @@ use std::sync::Arc;
 use ndarray::{Axis, Ix2};
 
 use crate::backend::{Backend, BackendChoice, BackendOptions, OutputView};
-use crate::texts::for_each_batch;
-use crate::{softmax, top_k, Error, HelperOptions, Labels, ModelFolder, Prediction, Result, TokenizerPipeline};
+use crate::texts::{for_each_batch, for_each_row_batch};
+use crate::{
+    softmax, top_k, Error, HelperOptions, Labels, ModelFolder, PairTruncation, Prediction, Result, TokenizerPipeline, TruncationSide,
+};
 
 /// One text's result: its logits and its `k` best labels.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +85,55 @@ impl Classifier {
             Ok(())
         })?;
         Ok(all.into_iter().flatten().collect())
+    }
+}
+
+/// A text's place in a [`Classifier::rerank`] answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ranked {
+    /// Its index in the texts given.
+    pub index: usize,
+    /// The sigmoid of the pair's first logit (the logit itself when asked for raw scores).
+    pub score: f32,
+}
+
+impl Classifier {
+    /// The logits of each `(first, second)` pair, for a cross-encoder
+    /// (a reranker or an NLI classifier): the pairs are tokenized as the
+    /// model's tokenizer pairs them ([`TokenizerPipeline::tokenize_pairs`]),
+    /// too-long pairs cut by `strategy`, and batched like texts.
+    pub fn score_pairs<A, B>(&self, pairs: &[(A, B)], strategy: PairTruncation) -> Result<Vec<Vec<f32>>>
+    where
+        A: AsRef<str> + Sync,
+        B: AsRef<str> + Sync,
+    {
+        let rows = self.pipeline.tokenize_pairs(pairs, strategy, TruncationSide::Right)?;
+        let mut all: Vec<Vec<f32>> = vec![Vec::new(); rows.len()];
+        for_each_row_batch(&*self.backend, &self.pipeline, &rows, |order, _, outputs| {
+            let logits = outputs.get(&self.logits)?.to_f32().into_dimensionality::<Ix2>().map_err(shape_err)?;
+            for (&i, row) in order.iter().zip(logits.axis_iter(Axis(0))) {
+                all[i] = row.to_vec();
+            }
+            Ok(())
+        })?;
+        Ok(all)
+    }
+
+    /// `texts` ordered for `query`, best first, by the pair's first logit
+    /// (its sigmoid unless `raw`); ties keep the texts' order.
+    pub fn rerank<S: AsRef<str> + Sync>(&self, query: &str, texts: &[S], raw: bool) -> Result<Vec<Ranked>> {
+        let pairs: Vec<(&str, &str)> = texts.iter().map(|t| (query, t.as_ref())).collect();
+        let logits = self.score_pairs(&pairs, PairTruncation::LongestFirst)?;
+        let mut ranked: Vec<Ranked> = logits
+            .iter()
+            .enumerate()
+            .map(|(index, l)| {
+                let x = l.first().copied().unwrap_or(f32::NAN);
+                Ranked { index, score: if raw { x } else { 1.0 / (1.0 + (-x).exp()) } }
+            })
+            .collect();
+        ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+        Ok(ranked)
     }
 }
 

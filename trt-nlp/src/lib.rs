@@ -101,7 +101,7 @@ mod texts;
 
 pub use backend::{Backend, OutputView, Outputs};
 pub use buffers::{EncodedBatch, TokenBuffer};
-pub use classifier::{Classification, Classifier};
+pub use classifier::{Classification, Classifier, Ranked};
 pub use embedder::Embedder;
 pub use error::{Error, Result};
 pub use layout::{ModelLayout, OutputSpec};

@@ -10,7 +10,7 @@
 //! the callback does not see.
 
 use crate::backend::{Backend, Outputs};
-use crate::{BatchLayout, Result, TokenizerPipeline};
+use crate::{BatchLayout, Result, TokenRow, TokenizerPipeline};
 
 /// Runs `texts` through `backend`, tokenized by `pipeline`. `each` sees every
 /// batch's outputs with the input index of each real row (row `r` of the
@@ -32,6 +32,28 @@ pub(crate) fn for_each_batch<S: AsRef<str> + Sync>(
             batch_texts.resize(layout.min_batch, "");
         }
         backend.run(&mut |batch| pipeline.encode_into(&batch_texts, batch), &mut |l, o| each(rows, l, o))?;
+    }
+    Ok(())
+}
+
+/// [`for_each_batch`] over rows tokenized earlier (text pairs): ordered by
+/// length, cut at the model's largest batch, a batch below the model's
+/// smallest padded with copies of its first row, which `each` does not see.
+pub(crate) fn for_each_row_batch(
+    backend: &dyn Backend,
+    pipeline: &TokenizerPipeline,
+    rows: &[TokenRow],
+    mut each: impl FnMut(&[usize], &BatchLayout, &Outputs<'_>) -> Result<()>,
+) -> Result<()> {
+    let layout = backend.layout();
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by_key(|&i| rows[i].len());
+    for chunk in order.chunks(layout.max_batch.max(1)) {
+        let mut batch: Vec<&TokenRow> = chunk.iter().map(|&i| &rows[i]).collect();
+        while batch.len() < layout.min_batch {
+            batch.push(batch[0]);
+        }
+        backend.run(&mut |b| pipeline.pack(batch.iter().copied(), b), &mut |l, o| each(chunk, l, o))?;
     }
     Ok(())
 }
