@@ -37,7 +37,7 @@ fn openai_and_huggingface_hub_drive_the_embedding_routes() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/python/embed_clients.py");
     let mut client = Command::new(&python)
         .arg(script)
-        .args(["--http", &server.http])
+        .args(["--http", &server.http, "--metrics", &server.metrics])
         .arg("--repo")
         .arg(root)
         .env("HF_HUB_DISABLE_TELEMETRY", "1")

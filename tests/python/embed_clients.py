@@ -31,6 +31,7 @@ from huggingface_hub import InferenceClient
 p = argparse.ArgumentParser()
 p.add_argument("--http", required=True)
 p.add_argument("--repo", required=True)
+p.add_argument("--metrics", required=True)
 args = p.parse_args()
 BASE = f"http://{args.http}"
 DEADLINE = time.monotonic() + 240
@@ -241,3 +242,13 @@ ok("OpenAI route: bad requests answered 400 with {error: {message, type, param, 
 r = client.embeddings.create(model="embed", input=TEXTS[0], encoding_format="float")
 expect(cos(r.data[0].embedding, REF[0]) >= 0.99999, "after the bad requests")
 ok("the server still serves after every bad request")
+
+text = urllib.request.urlopen(f"http://{args.metrics}/metrics", timeout=30).read().decode()
+def metric(line_start):
+    vals = [float(l.rsplit(" ", 1)[1]) for l in text.splitlines() if l.startswith(line_start)]
+    return vals[0] if vals else 0.0
+for model, route in (("embed", "openai_embeddings"), ("embed", "tei_embed"), ("embed", "tei_similarity"), ("rerank", "tei_rerank"), ("rerank", "tei_predict")):
+    expect(metric(f'trt_serve_route_request_count{{model="{model}",outcome="success",route="{route}",version="1"}}') >= 1, f"route metric {route}")
+expect(metric('trt_serve_route_request_count{model="embed",outcome="success",route="openai_embeddings",version="1"}') >= 7, "openai request count: every successful create")
+expect(metric('nv_inference_request_success{model="embed",version="1"}') >= 10, "embedding-route requests in the model's Triton counters")
+ok("metrics count each route (trt_serve_route_request_count) and the model's Triton counters include them")

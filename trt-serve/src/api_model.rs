@@ -131,8 +131,8 @@ pub fn rows(served: &ServedVersion, items: &[Item<'_>], truncate: Truncate) -> S
 }
 
 /// Runs `rows` on `served` through its dispatcher, counting the request in
-/// the version's metrics as KServe requests are counted.
-pub async fn run(service: &Service, served: &ServedVersion, rows: Vec<TokenRow>) -> ServeResult<Ran> {
+/// the version's metrics as KServe requests are counted, and under `route`.
+pub async fn run(service: &Service, served: &ServedVersion, route: &str, rows: Vec<TokenRow>) -> ServeResult<Ran> {
     let started = Instant::now();
     let v = served.version.to_string();
     let labels = [served.name.as_str(), v.as_str()];
@@ -141,6 +141,8 @@ pub async fn run(service: &Service, served: &ServedVersion, rows: Vec<TokenRow>)
     m.pending_requests.with_label_values(&labels).inc();
     let result = served.dispatcher.run_rows(rows, 0, None).await;
     m.pending_requests.with_label_values(&labels).dec();
+    let outcome = if result.is_ok() { "success" } else { "failure" };
+    m.route_requests.with_label_values(&[labels[0], labels[1], route, outcome]).inc();
     match &result {
         Ok(ran) => {
             m.request_success.with_label_values(&labels).inc();

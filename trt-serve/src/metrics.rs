@@ -28,6 +28,10 @@ pub struct Metrics {
     pub tokenize_duration_us: IntCounterVec,
     /// `nv_inference_pending_request_count`: requests waiting or running.
     pub pending_requests: IntGaugeVec,
+    /// `trt_serve_route_request_count` (labels `route`, `outcome`): requests
+    /// per protocol route (`v2_infer`, `tei_embed`, `openai_embeddings`, ...),
+    /// which all share the model's batches.
+    pub route_requests: IntCounterVec,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -94,6 +98,12 @@ impl Metrics {
                 MV,
             ),
             pending_requests: pending,
+            route_requests: counter(
+                &r,
+                "trt_serve_route_request_count",
+                "Number of inference requests per protocol route, by outcome (success or failure)",
+                &["model", "version", "route", "outcome"],
+            ),
             registry: r,
         }
     }

@@ -235,6 +235,8 @@ impl Service {
         let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         served.last_inference_ms.store(now_ms, std::sync::atomic::Ordering::Relaxed);
         m.pending_requests.with_label_values(&labels).dec();
+        let outcome = if result.is_ok() { "success" } else { "failure" };
+        m.route_requests.with_label_values(&[name, v.as_str(), "v2_infer", outcome]).inc();
         match &result {
             Ok((_, rows, ran)) => {
                 m.request_success.with_label_values(&labels).inc();

@@ -73,7 +73,7 @@ async fn create(s: &Service, b: Result<Bytes, BytesRejection>) -> Result<Json<Va
         e => e.into(),
     })?;
     let tokens: usize = rows.iter().map(|r| r.len()).sum();
-    let ran = api::run(s, &served, rows).await?;
+    let ran = api::run(s, &served, "openai_embeddings", rows).await?;
     let t = api::output(&served, &ran, EMBEDDING)?;
     let data: Vec<Value> = (0..items.len())
         .map(|i| {

@@ -65,7 +65,7 @@ async fn embed(s: &Service, model: Option<String>, b: Body) -> Answer {
     let width = api::embedding_width(&served)?;
     let r = request::embed(&body(b)?, &api::bounds(s, &served), width)?;
     let items: Vec<Item<'_>> = r.inputs.iter().map(Item::from).collect();
-    let ran = api::run(s, &served, api::rows(&served, &items, r.truncate)?).await?;
+    let ran = api::run(s, &served, "tei_embed", api::rows(&served, &items, r.truncate)?).await?;
     let t = api::output(&served, &ran, EMBEDDING)?;
     let out: Vec<Vec<f32>> = (0..items.len()).map(|i| truncate_dims(api::row(t, i).to_vec(), r.dimensions, r.normalize)).collect();
     Ok(Json(json!(out)))
@@ -77,7 +77,7 @@ async fn embed_all(s: &Service, model: Option<String>, b: Body) -> Answer {
     let items: Vec<Item<'_>> = r.inputs.iter().map(Item::from).collect();
     let rows = api::rows(&served, &items, r.truncate)?;
     let lengths: Vec<usize> = rows.iter().map(|r| r.len()).collect();
-    let ran = api::run(s, &served, rows).await?;
+    let ran = api::run(s, &served, "tei_embed_all", rows).await?;
     let t = ran
         .tensors
         .iter()
@@ -114,7 +114,7 @@ async fn predict(s: &Service, model: Option<String>, b: Body) -> Answer {
             Sequence::Pair(a, c) => Item::Pair(a, c),
         })
         .collect();
-    let ran = api::run(s, &served, api::rows(&served, &items, r.truncate)?).await?;
+    let ran = api::run(s, &served, "tei_predict", api::rows(&served, &items, r.truncate)?).await?;
     let t = api::output(&served, &ran, &logits)?;
     let labels = served.dispatcher.model().labels().clone();
     let answer: Vec<Vec<Value>> = (0..items.len())
@@ -132,7 +132,7 @@ async fn rerank(s: &Service, model: Option<String>, b: Body) -> Answer {
     let logits = api::logits_name(&served)?;
     let r = request::rerank(&body(b)?, &api::bounds(s, &served))?;
     let items: Vec<Item<'_>> = r.texts.iter().map(|t| Item::Pair(&r.query, t)).collect();
-    let ran = api::run(s, &served, api::rows(&served, &items, r.truncate)?).await?;
+    let ran = api::run(s, &served, "tei_rerank", api::rows(&served, &items, r.truncate)?).await?;
     let t = api::output(&served, &ran, &logits)?;
     let mut ranked: Vec<(usize, f32)> = (0..items.len()).map(|i| (i, scores(&api::row(t, i)[..1], r.raw_scores)[0])).collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -158,7 +158,7 @@ async fn similarity(s: &Service, model: Option<String>, b: Body) -> Answer {
             items.len() - 1
         )));
     }
-    let ran = api::run(s, &served, api::rows(&served, &items, r.truncate)?).await?;
+    let ran = api::run(s, &served, "tei_similarity", api::rows(&served, &items, r.truncate)?).await?;
     let t = api::output(&served, &ran, EMBEDDING)?;
     let source = truncate_dims(api::row(t, 0).to_vec(), None, true);
     let sims: Vec<f32> = (1..items.len())
