@@ -16,9 +16,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::http::StatusCode;
 use trt_nlp::{PairTruncation, TokenRow};
 
 use crate::api_request::Bounds;
@@ -85,13 +82,7 @@ pub fn embedding_width(served: &ServedVersion) -> ServeResult<usize> {
         .ok_or_else(|| ServeError::invalid(format!("model '{}' exposes no '{EMBEDDING}' output: it does not embed", served.name)))
 }
 
-/// The body, or why it could not be read (too large: 413).
-pub fn body_of(body: Result<Bytes, BytesRejection>) -> ServeResult<Bytes> {
-    body.map_err(|e| match e.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => ServeError::TooLarge(format!("request body: {}", e.body_text())),
-        _ => ServeError::invalid(format!("request body: {}", e.body_text())),
-    })
-}
+pub(crate) use crate::http::body_of;
 
 fn tokenize_error(e: trt_nlp::Error, index: usize) -> ServeError {
     match e {

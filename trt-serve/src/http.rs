@@ -187,7 +187,7 @@ async fn stats_v(State(s): Shared, Path((model, version)): Path<(String, String)
 }
 
 /// The body, or the reason it could not be read (too large: 413; too slow: 408).
-fn body_of(body: Result<Bytes, BytesRejection>) -> ServeResult<Bytes> {
+pub(crate) fn body_of(body: Result<Bytes, BytesRejection>) -> ServeResult<Bytes> {
     body.map_err(|e| match e.status() {
         _ if crate::connections::BodyTimedOut::find(&e).is_some() => ServeError::RequestTimeout(format!("request body: {}", e.body_text())),
         StatusCode::PAYLOAD_TOO_LARGE => ServeError::TooLarge(format!("request body: {}", e.body_text())),

@@ -32,8 +32,11 @@ pub struct EmbeddingsRequest {
 
 /// The `model` field alone, to find the model (and its width) before the rest is checked.
 pub fn model_of(body: &[u8]) -> Result<String, Refusal> {
-    let map = object(body)?;
-    match opt_str(&map, "model")? {
+    model_field(&object(body)?)
+}
+
+fn model_field(map: &serde_json::Map<String, serde_json::Value>) -> Result<String, Refusal> {
+    match opt_str(map, "model")? {
         Some(m) if !m.is_empty() => Ok(m.to_owned()),
         _ => Err(Refusal::invalid("model", "you must provide a model parameter")),
     }
@@ -42,10 +45,7 @@ pub fn model_of(body: &[u8]) -> Result<String, Refusal> {
 /// `/v1/embeddings`; `width` is the model's embedding size (the bound of `dimensions`).
 pub fn embeddings(body: &[u8], bounds: &Bounds, width: usize) -> Result<EmbeddingsRequest, Refusal> {
     let map = object(body)?;
-    let model = match opt_str(&map, "model")? {
-        Some(m) if !m.is_empty() => m.to_owned(),
-        _ => return Err(Refusal::invalid("model", "you must provide a model parameter")),
-    };
+    let model = model_field(&map)?;
     let input = match map.get("input") {
         None | Some(serde_json::Value::Null) => return Err(Refusal::invalid("input", "you must provide an input parameter")),
         Some(v) => embed_inputs(v, "input", bounds)?,
