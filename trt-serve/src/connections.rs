@@ -13,6 +13,9 @@
 //! | [`Transport::grpc_max_streams`] | 128 | `--grpc-max-streams` | gRPC (and HTTP/2 on the HTTP port): concurrent streams per connection |
 //! | [`Transport::grpc_keepalive_interval`] / `_timeout` | 60 s / 20 s | `--grpc-keepalive-secs` / `--grpc-keepalive-timeout-secs` | gRPC: a ping every interval; no answer within the timeout closes the connection |
 //!
+//! With TLS ([`crate::tls`]) the handshake must finish within the header
+//! timeout too.
+//!
 //! The per-request inference timeout is a [`crate::limits::Limits`] bound
 //! (it applies to a request, whichever front end took it).
 //!
@@ -361,6 +364,7 @@ pub(crate) async fn serve_http(
     router: axum::Router,
     t: Transport,
     max_connections: usize,
+    tls: Option<Arc<rustls::ServerConfig>>,
     mut stopped: watch::Receiver<bool>,
     drain: Duration,
 ) {
@@ -372,14 +376,40 @@ pub(crate) async fn serve_http(
     while let Some((stream, slot)) = accept(&listener, &cap, &mut stopped).await {
         let activity = Arc::new(Activity::new());
         let io = Conn { stream, activity: activity.clone(), preface: None, _slot: slot };
-        tokio::spawn(http_connection(io, activity, router.clone(), builder.clone(), t.clone(), stopped.clone()));
+        let (router, builder, t, stopped) = (router.clone(), builder.clone(), t.clone(), stopped.clone());
+        match &tls {
+            None => drop(tokio::spawn(http_connection(io, activity, router, builder, t, stopped))),
+            Some(config) => {
+                let acceptor = tokio_rustls::TlsAcceptor::from(config.clone());
+                tokio::spawn(async move {
+                    if let Some(io) = handshake(&acceptor, io, t.header_timeout).await {
+                        http_connection(io, activity, router, builder, t, stopped).await;
+                    }
+                });
+            }
+        }
     }
     drop(listener);
     drained(&cap, max_connections, drain, "HTTP").await;
 }
 
-async fn http_connection(
-    io: Conn,
+/// The TLS handshake on `io`, bounded by `within`; `None` (logged) when it fails or stalls.
+async fn handshake(acceptor: &tokio_rustls::TlsAcceptor, io: Conn, within: Duration) -> Option<tokio_rustls::server::TlsStream<Conn>> {
+    match tokio::time::timeout(within, acceptor.accept(io)).await {
+        Ok(Ok(stream)) => Some(stream),
+        Ok(Err(e)) => {
+            log::debug!("TLS handshake failed: {e}");
+            None
+        }
+        Err(_) => {
+            log::debug!("TLS handshake not done within {within:?}");
+            None
+        }
+    }
+}
+
+async fn http_connection<I: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    io: I,
     activity: Arc<Activity>,
     router: axum::Router,
     builder: Arc<auto::Builder<TokioExecutor>>,
@@ -427,8 +457,9 @@ async fn http_connection(
 pub(crate) fn grpc_incoming(
     listener: TcpListener,
     t: &Transport,
+    tls: Option<Arc<rustls::ServerConfig>>,
     mut stopped: watch::Receiver<bool>,
-) -> tokio_stream::wrappers::ReceiverStream<io::Result<Conn>> {
+) -> tokio_stream::wrappers::ReceiverStream<io::Result<GrpcConn>> {
     let (tx, rx) = tokio::sync::mpsc::channel(1);
     let cap = Arc::new(Semaphore::new(t.max_connections));
     let header_timeout = t.header_timeout;
@@ -436,12 +467,77 @@ pub(crate) fn grpc_incoming(
         while let Some((stream, slot)) = accept(&listener, &cap, &mut stopped).await {
             let preface = Some((Box::pin(tokio::time::sleep(header_timeout)), H2_PREFACE_LEN));
             let conn = Conn { stream, activity: Arc::new(Activity::new()), preface, _slot: slot };
-            if tx.send(Ok(conn)).await.is_err() {
-                break;
+            match &tls {
+                None => {
+                    if tx.send(Ok(GrpcConn::Plain(conn))).await.is_err() {
+                        break;
+                    }
+                }
+                // Each handshake on its own task, so a slow one holds up no other client.
+                Some(config) => {
+                    let (acceptor, tx) = (tokio_rustls::TlsAcceptor::from(config.clone()), tx.clone());
+                    tokio::spawn(async move {
+                        if let Some(tls) = handshake(&acceptor, conn, header_timeout).await {
+                            let _ = tx.send(Ok(GrpcConn::Tls(Box::new(tls)))).await;
+                        }
+                    });
+                }
             }
         }
     });
     tokio_stream::wrappers::ReceiverStream::new(rx)
+}
+
+/// A gRPC connection, plain or TLS.
+#[derive(Debug)]
+pub enum GrpcConn {
+    /// Plain TCP.
+    Plain(Conn),
+    /// After the TLS handshake.
+    Tls(Box<tokio_rustls::server::TlsStream<Conn>>),
+}
+
+impl AsyncRead for GrpcConn {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            GrpcConn::Plain(c) => Pin::new(c).poll_read(cx, buf),
+            GrpcConn::Tls(c) => Pin::new(c.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for GrpcConn {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            GrpcConn::Plain(c) => Pin::new(c).poll_write(cx, buf),
+            GrpcConn::Tls(c) => Pin::new(c.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            GrpcConn::Plain(c) => Pin::new(c).poll_flush(cx),
+            GrpcConn::Tls(c) => Pin::new(c.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            GrpcConn::Plain(c) => Pin::new(c).poll_shutdown(cx),
+            GrpcConn::Tls(c) => Pin::new(c.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+impl tonic::transport::server::Connected for GrpcConn {
+    type ConnectInfo = tonic::transport::server::TcpConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        match self {
+            GrpcConn::Plain(c) => c.connect_info(),
+            GrpcConn::Tls(c) => c.get_ref().0.connect_info(),
+        }
+    }
 }
 
 /// tonic's server builder with `t`'s stream cap and keepalive.

@@ -21,6 +21,7 @@
 //! | | [`metrics`] | Prometheus metrics under Triton's names |
 //! | process | [`server`] | listeners, graceful shutdown on Ctrl-C / SIGTERM |
 //! | | [`auth`] | API keys (`Authorization: Bearer`) around every HTTP route and gRPC method |
+//! | | [`tls`], [`cors`] | TLS (rustls) for HTTP and gRPC, mTLS; CORS for browsers |
 //! | | [`connections`] | connection caps, header / idle / body timeouts, gRPC streams and keepalive |
 //!
 //! Dependencies point down the table; the backends (TensorRT, ONNX Runtime)
@@ -32,6 +33,7 @@ pub mod api_request;
 pub mod auth;
 pub mod config;
 pub mod connections;
+pub mod cors;
 pub mod dispatch;
 pub mod error;
 pub mod grpc;
@@ -47,6 +49,7 @@ pub mod server;
 pub mod service;
 pub mod tei;
 pub mod text_model;
+pub mod tls;
 pub mod vectors;
 
 pub use error::{ServeError, ServeResult};

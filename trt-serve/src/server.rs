@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 use crate::auth::Access;
 use crate::connections::Transport;
 use crate::service::Service;
+use crate::tls::{TlsConfigs, TlsFiles};
 
 /// Where the server listens (port 0: any free port).
 #[derive(Debug, Clone)]
@@ -80,18 +81,29 @@ impl Listeners {
         service: Arc<Service>,
         transport: &Transport,
         access: &Access,
+        tls: Option<&TlsConfigs>,
+        cors: &[String],
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let (tx, rx) = tokio::sync::watch::channel(false);
         let drain = service.repository.limits().drain_timeout;
         let access = Arc::new(access.clone());
-        // The checks wrap the whole router and the whole gRPC service, so every route is covered.
-        let guard = |router: axum::Router| router.layer(axum::middleware::from_fn_with_state(access.clone(), crate::auth::http));
+        let cors = crate::cors::layer(cors);
+        // The checks wrap the whole router and the whole gRPC service, so every
+        // route is covered; CORS outside them (a preflight carries no key).
+        let guard = |router: axum::Router| {
+            let router = router.layer(axum::middleware::from_fn_with_state(access.clone(), crate::auth::http));
+            match &cors {
+                Some(c) => router.layer(c.clone()),
+                None => router,
+            }
+        };
         let http = crate::connections::serve_http(
             self.http,
             guard(crate::http::router(service.clone())),
             transport.clone(),
             transport.max_connections,
+            tls.map(|t| t.http.clone()),
             rx.clone(),
             drain,
         );
@@ -100,6 +112,7 @@ impl Listeners {
             guard(crate::http::metrics_router(service.clone())),
             transport.clone(),
             crate::connections::METRICS_MAX_CONNECTIONS,
+            None,
             rx.clone(),
             drain,
         );
@@ -107,9 +120,12 @@ impl Listeners {
         let grpc = crate::connections::grpc_builder(transport)
             .layer(crate::auth::GrpcAuthLayer(access.clone()))
             .add_service(crate::grpc::server(service.clone()))
-            .serve_with_incoming_shutdown(crate::connections::grpc_incoming(self.grpc, transport, rx), async move {
-                let _ = grpc_stopped.wait_for(|&s| s).await;
-            });
+            .serve_with_incoming_shutdown(
+                crate::connections::grpc_incoming(self.grpc, transport, tls.map(|t| t.grpc.clone()), rx),
+                async move {
+                    let _ = grpc_stopped.wait_for(|&s| s).await;
+                },
+            );
         let trigger = async move {
             shutdown.await;
             log::info!("shutting down: no new connections; requests in flight finish");
@@ -159,6 +175,10 @@ pub struct ServeOptions {
     pub access: Access,
     /// Model-control mode and readiness.
     pub control: crate::model_control::ModelControl,
+    /// TLS for HTTP and gRPC.
+    pub tls: Option<TlsFiles>,
+    /// Origins browsers may call from (`*`: any); none: no CORS headers.
+    pub cors_allow_origin: Vec<String>,
     /// How versions are opened.
     pub loader: crate::loader::NlpLoader,
 }
@@ -169,6 +189,8 @@ pub fn run(options: ServeOptions, on_ready: impl FnOnce(Bound)) -> Result<(), cr
     let io = |e: std::io::Error| crate::ServeError::Unavailable(e.to_string());
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(io)?;
     runtime.block_on(async move {
+        let tls = options.tls.as_ref().map(TlsFiles::load).transpose()?;
+        crate::cors::check(&options.cors_allow_origin)?;
         let listeners = Listeners::bind(&options.ports).await.map_err(io)?;
         let bound = listeners.addresses().map_err(io)?;
         let control = options.control.clone();
@@ -178,6 +200,9 @@ pub fn run(options: ServeOptions, on_ready: impl FnOnce(Bound)) -> Result<(), cr
         control.spawn_poller(repository.clone());
         let service = Arc::new(Service { repository, metrics: Arc::new(crate::metrics::Metrics::new()) });
         on_ready(bound);
-        listeners.serve(service, &options.transport, &options.access, shutdown_signal()).await.map_err(io)
+        listeners
+            .serve(service, &options.transport, &options.access, tls.as_ref(), &options.cors_allow_origin, shutdown_signal())
+            .await
+            .map_err(io)
     })
 }

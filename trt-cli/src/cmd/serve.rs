@@ -17,6 +17,7 @@ use trt_serve::limits::Limits;
 use trt_serve::loader::NlpLoader;
 use trt_serve::model_control::{Mode, ModelControl};
 use trt_serve::server::{Ports, ServeOptions};
+use trt_serve::tls::TlsFiles;
 
 use crate::error::{CliError, Result};
 
@@ -142,6 +143,22 @@ pub struct Args {
     /// Ready only when every model asked for is ready (false: ready once serving).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub strict_readiness: bool,
+
+    /// PEM certificate chain: HTTP and gRPC speak TLS (with --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// PEM CA certificates: clients must present a certificate they signed (mTLS).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+
+    /// An origin browsers may call from (repeatable; '*': any). None: no CORS headers.
+    #[arg(long, value_name = "ORIGIN")]
+    pub cors_allow_origin: Vec<String>,
 }
 
 /// `--model-control-mode`.
@@ -251,12 +268,26 @@ pub fn run(a: Args, verbose: u8) -> Result<()> {
     if (a.auth_health || a.auth_metrics) && access.api_key.is_none() {
         return Err(CliError::new("--auth-health and --auth-metrics need an API key (--api-key, --api-key-file or TRT_SERVE_API_KEY)"));
     }
+    let tls = match (a.tls_cert, a.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsFiles { cert, key, client_ca: a.tls_client_ca }),
+        _ => None,
+    };
     let ports = Ports {
         http: SocketAddr::new(a.host, a.http_port),
         grpc: SocketAddr::new(a.host, a.grpc_port),
         metrics: SocketAddr::new(a.host, a.metrics_port),
     };
-    let options = ServeOptions { repository: a.model_repository, ports, limits, transport, access, control, loader };
+    let options = ServeOptions {
+        repository: a.model_repository,
+        ports,
+        limits,
+        transport,
+        access,
+        control,
+        tls,
+        cors_allow_origin: a.cors_allow_origin,
+        loader,
+    };
     trt_serve::server::run(options, |bound| {
         println!("trt serve: http={} grpc={} metrics={}", bound.http, bound.grpc, bound.metrics);
         let _ = std::io::stdout().flush();
