@@ -361,3 +361,32 @@ fn version_and_hardware_compatible_plans() {
         }
     }
 }
+
+fn two_profile_plan() -> trt::SerializedEngine {
+    let builder = Builder::new().unwrap();
+    let network = OnnxParser::parse_file(&builder, generated("models/test/external_weights.onnx")).unwrap();
+    let mut config = builder.config().unwrap();
+    assert_eq!(config.num_profiles_in_tensorrt().unwrap(), 0);
+    config.add_profile(ProfileSpec::new().with("x", ShapeRange::new(&[1, 64], &[1, 64], &[4, 64]))).unwrap();
+    config.add_profile(ProfileSpec::new().with("x", ShapeRange::new(&[4, 64], &[16, 64], &[32, 64]))).unwrap();
+    // TensorRT itself holds both, not only our record of them.
+    assert_eq!(config.num_profiles_in_tensorrt().unwrap(), 2);
+    assert_eq!(config.profiles().len(), 2);
+    builder.build(&network, &config).expect("build with two profiles")
+}
+
+#[test]
+fn two_optimization_profiles_reach_the_builder_config_and_build() {
+    let plan = two_profile_plan();
+    assert!(!plan.is_empty());
+}
+
+#[test]
+#[ignore = "deserializing a plan needs a GPU the loaded TensorRT can execute engines on (TensorRT-RTX: compute capability 8.0/8.6/8.9/12.x; the lent H200 is 9.0 and CI has no GPU)"]
+fn two_optimization_profiles_round_trip_through_the_plan() {
+    let engine = trt::Runtime::new().unwrap().deserialize(two_profile_plan().as_bytes()).expect("deserialize on a supported GPU");
+    assert_eq!(engine.num_profiles(), 2);
+    let x = engine.io_tensor("x").unwrap();
+    assert_eq!(x.profiles[0], ShapeRange::new(&[1, 64], &[1, 64], &[4, 64]));
+    assert_eq!(x.profiles[1], ShapeRange::new(&[4, 64], &[16, 64], &[32, 64]));
+}

@@ -134,6 +134,40 @@ fn build_external_weights_with_timing_cache_and_targets() {
 }
 
 #[test]
+fn build_with_two_profiles_lists_both_and_the_config_reports_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = generated("models/test/external_weights.onnx");
+    let plan = dir.path().join("two.plan");
+    let o = run(&["build", p(&model), "-o", p(&plan), "--profile", "x:1x64,1x64,4x64", "--profile", "x:4x64,16x64,32x64", "--progress", "none"]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert!(out.contains("profiles      2 (reported by the builder config)"), "{out}");
+    let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert!(rows.contains(&vec!["0", "x", "1x64", "1x64", "4x64"]), "{out}");
+    assert!(rows.contains(&vec!["1", "x", "4x64", "16x64", "32x64"]), "{out}");
+    assert!(plan.exists());
+    // A profile that leaves the dynamic input out names it; --profile and --*-shapes exclude each other.
+    let o = run(&["build", p(&model), "-o", p(&plan), "--profile", "x:1x64,1x64,4x64", "--profile", "y:1x1,1x1,1x1"]);
+    assert_user_error(&o, &["y"]);
+    assert_eq!(run(&["build", p(&model), "--profile", "x:1x64,1x64,4x64", "--max-shapes", "x:8x64"]).status.code(), Some(2));
+    assert_eq!(run(&["build", p(&model), "--profile", "x:4x64,1x64,4x64"]).status.code(), Some(2));
+}
+
+#[test]
+#[ignore = "deserializing a plan needs a GPU the loaded TensorRT can execute engines on (TensorRT-RTX: compute capability 8.0/8.6/8.9/12.x; the lent H200 is 9.0 and CI has no GPU)"]
+fn inspect_lists_each_profile_of_a_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("two.plan");
+    let model = generated("models/test/external_weights.onnx");
+    assert_ok(&run(&["build", p(&model), "-o", p(&plan), "--profile", "x:1x64,1x64,4x64", "--profile", "x:4x64,16x64,32x64"]));
+    let o = run(&["inspect", p(&plan), "--json"]);
+    assert_ok(&o);
+    let doc: Value = serde_json::from_str(&stdout(&o)).expect("valid JSON");
+    assert_eq!(doc["profiles"], 2);
+    assert_eq!(doc["tensors"][0]["profiles"][1]["opt"], serde_json::json!([16, 64]));
+}
+
+#[test]
 fn build_without_shapes_lists_the_dynamic_inputs_and_an_example_flag() {
     let dir = tempfile::tempdir().unwrap();
     let model = default_model(false);

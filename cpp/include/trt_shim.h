@@ -110,6 +110,7 @@ void config_set_optimization_level(IBuilderConfig &config, int32_t level);
 void config_set_hardware_compatibility(IBuilderConfig &config, HardwareCompatibilityLevel level);
 void config_set_profiling_verbosity(IBuilderConfig &config, ProfilingVerbosity verbosity);
 int32_t config_add_profile(IBuilderConfig &config, const IOptimizationProfile &profile);
+int32_t config_nb_profiles(const IBuilderConfig &config);
 bool config_set_compute_capabilities(IBuilderConfig &config, rust::Slice<const int32_t> targets);
 std::unique_ptr<Calibrator> new_calibrator(rust::Box<CalibratorSink> sink);
 bool config_set_int8_calibrator(IBuilderConfig &config, Calibrator &calibrator);

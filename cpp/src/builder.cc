@@ -114,6 +114,8 @@ int32_t config_add_profile(IBuilderConfig &config, const IOptimizationProfile &p
   return config.addOptimizationProfile(&profile);
 }
 
+int32_t config_nb_profiles(const IBuilderConfig &config) { return config.getNbOptimizationProfiles(); }
+
 bool config_set_compute_capabilities(IBuilderConfig &config, rust::Slice<const int32_t> targets) {
 #if TRT_SHIM_RTX
   if (!config.setNbComputeCapabilities(static_cast<int32_t>(targets.size()))) {

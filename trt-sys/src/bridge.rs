@@ -453,6 +453,8 @@ pub mod ffi {
         fn config_set_hardware_compatibility(config: Pin<&mut IBuilderConfig>, level: HardwareCompatibilityLevel) -> Result<()>;
         fn config_set_profiling_verbosity(config: Pin<&mut IBuilderConfig>, verbosity: ProfilingVerbosity) -> Result<()>;
         fn config_add_profile(config: Pin<&mut IBuilderConfig>, profile: &IOptimizationProfile) -> Result<i32>;
+        /// `getNbOptimizationProfiles`: the profiles TensorRT holds for this config.
+        fn config_nb_profiles(config: &IBuilderConfig) -> Result<i32>;
         fn config_set_compute_capabilities(config: Pin<&mut IBuilderConfig>, targets: &[i32]) -> Result<bool>;
         fn new_calibrator(sink: Box<CalibratorSink>) -> Result<UniquePtr<Calibrator>>;
         /// False where the headers have no implicit INT8 calibration (11.x, TensorRT-RTX).

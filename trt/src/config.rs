@@ -204,6 +204,13 @@ impl<'b> BuilderConfig<'b> {
         &self.settings.profiles
     }
 
+    /// How many optimization profiles TensorRT itself holds for this config
+    /// (`getNbOptimizationProfiles`), as opposed to what [`profiles`](Self::profiles) recorded.
+    pub fn num_profiles_in_tensorrt(&self) -> Result<usize> {
+        let (n, _) = call("getNbOptimizationProfiles", || ffi::config_nb_profiles(self.get()))?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
     /// Everything set so far that changes the plan.
     pub fn settings(&self) -> &BuildSettings {
         &self.settings

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use trt::{Builder, BuilderConfig, Network, OnnxParser};
+use trt::{Builder, BuilderConfig, Network, OnnxParser, ProfileSpec};
 
 use crate::cmd::inspect;
 use crate::error::{naming, CliError, Context, Result};
@@ -23,7 +23,9 @@ use crate::shapes::{self, ShapeFlags, ShapeList};
 const SHAPES_HELP: &str = "Shapes are NAME:AxB[,NAME:AxB...] as in trtexec, e.g. input_ids:1x16,attention_mask:1x16; \
 a flag may be repeated. For each input: one of min/opt/max alone gives a fixed shape; without --opt-shapes, \
 opt = max (TensorRT tunes for the largest shape); without --max-shapes, max = opt; without --min-shapes, \
-min = 1 in every dynamic dimension.";
+min = 1 in every dynamic dimension. A flag given for some inputs but not others fills the others' shape with a warning. \
+Several optimization profiles: --profile 'input_ids:1x1,8x128,32x128;attention_mask:1x1,8x128,32x128', repeated, \
+one full min/opt/max set per flag (profile 0 first); not together with --min/--opt/--max-shapes.";
 
 /// Arguments of `trt build`.
 #[derive(Debug, clap::Args)]
@@ -35,6 +37,11 @@ pub struct Args {
     /// Where to write the plan [default: MODEL with the extension .plan].
     #[arg(short, long, value_name = "PLAN")]
     pub output: Option<PathBuf>,
+
+    /// One optimization profile, every input's MIN,OPT,MAX (repeat for several profiles).
+    #[arg(long, value_name = "NAME:MIN,OPT,MAX;...", value_parser = shapes::parse_profile,
+          conflicts_with_all = ["min_shapes", "opt_shapes", "max_shapes"])]
+    pub profile: Vec<ProfileSpec>,
 
     /// Smallest shapes of the dynamic inputs.
     #[arg(long, value_name = "SHAPES", value_parser = shapes::parse_list)]
@@ -219,10 +226,25 @@ pub fn run(args: Args) -> Result<()> {
         set_targets(&mut config, &args.target)?;
     }
     let inputs = network.inputs();
-    if let Some(spec) = args.shapes().profile(&inputs)? {
-        spec.validate(&inputs).map_err(|e| explain(&args.model, &network, e))?;
+    let specs = match args.shapes().profile(&inputs)? {
+        Some((spec, warnings)) => {
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
+            vec![spec]
+        }
+        None => args.profile.clone(),
+    };
+    for (i, spec) in specs.into_iter().enumerate() {
+        spec.validate(&inputs).map_err(|e| match e {
+            trt::Error::InvalidProfile { tensor, reason } if args.profile.len() > 1 => {
+                explain(&args.model, &network, trt::Error::InvalidProfile { tensor, reason: format!("--profile {i}: {reason}") })
+            }
+            other => explain(&args.model, &network, other),
+        })?;
         config.add_profile(spec).about(&args.model)?;
     }
+    let profiles_in_config = config.num_profiles_in_tensorrt()?;
     let cache_read = match &args.timing_cache {
         Some(path) => Some(load_timing_cache(&mut config, path)?),
         None => None,
@@ -261,10 +283,30 @@ pub fn run(args: Args) -> Result<()> {
         let read = if read == 0 { "new".to_owned() } else { format!("read {}", output::bytes(read)) };
         s.push_str(&format!("  timing cache  {} ({read}, wrote {})\n", path.display(), output::bytes(written)));
     }
-    s.push_str(&inspect::network_table(&network, config.profiles().first()).render("  "));
+    let profiles = config.profiles();
+    s.push_str(&format!("  profiles      {profiles_in_config} (reported by the builder config)\n"));
+    if profiles.len() > 1 {
+        s.push_str(&profiles_table(&network, profiles).render("  "));
+        s.push_str(&inspect::network_table(&network, None).render("  "));
+    } else {
+        s.push_str(&inspect::network_table(&network, profiles.first()).render("  "));
+    }
     s.push_str(&format!("  layers        {} (network, before optimization)\n", network.layers().len()));
     emit(&s);
     Ok(())
+}
+
+/// One row per profile and input: min / opt / max.
+fn profiles_table(network: &Network<'_>, profiles: &[ProfileSpec]) -> output::Table {
+    let mut table = output::Table::new(&["profile", "input", "min", "opt", "max"]);
+    for (i, p) in profiles.iter().enumerate() {
+        for input in network.inputs() {
+            if let Some(r) = p.ranges.get(&input.name) {
+                table.row(vec![i.to_string(), input.name.clone(), output::dims(&r.min), output::dims(&r.opt), output::dims(&r.max)]);
+            }
+        }
+    }
+    table
 }
 
 /// Set a timing cache from `path` (empty if the file does not exist); returns the bytes read.
