@@ -1,6 +1,7 @@
 //! Rust callbacks called from C++ never unwind into TensorRT: a panicking
 //! logger loses its message, a panicking progress monitor fails the build with
-//! a typed error. (Process-global logger: its own test binary.)
+//! a typed error, a panicking profiler is reported as an error. (Process-global
+//! logger: its own test binary.)
 
 mod common;
 
@@ -86,4 +87,50 @@ fn output_allocators_receive_the_current_allocation_and_the_stream() {
     assert_eq!(name, "logits");
     assert_eq!((first.current, first.size, first.alignment, first.stream), (0x5000_0000, 4096, 256, 0xabc0));
     assert_eq!(seen[1].1.current, 0x7000_0000);
+}
+
+struct PanickingProfiler(Arc<AtomicUsize>);
+
+impl trt::ProfilerCallbacks for PanickingProfiler {
+    fn report_layer_time(&mut self, layer: &str, _ms: f32) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        panic!("profiler panics on purpose at {layer}");
+    }
+}
+
+/// Calls `reportLayerTime` through the C++ `IProfiler` base class, as TensorRT does.
+fn report(profiler: &trt::Profiler, layer: &str, ms: f32) {
+    use trt::AsRaw;
+    // SAFETY: the pointer is the profiler's live C++ object, used on this thread only.
+    let pinned = unsafe { std::pin::Pin::new_unchecked(&mut *profiler.as_raw()) };
+    trt_sys::ffi::profiler_report(pinned, layer, ms).unwrap();
+}
+
+#[test]
+fn a_panicking_profiler_is_reported_as_an_error_not_unwound_into_cpp() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let profiler = trt::Profiler::new(Box::new(PanickingProfiler(calls.clone()))).unwrap();
+    assert!(profiler.check().is_ok());
+    report(&profiler, "layer 0", 0.5);
+    let err = profiler.check().unwrap_err();
+    assert!(matches!(&err, Error::CallbackPanicked(m) if m.contains("on purpose at layer 0")), "{err}");
+    // Later reports are dropped, not passed to the callbacks that panicked.
+    report(&profiler, "layer 1", 0.5);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn layer_times_receive_reports_through_the_cpp_profiler() {
+    let times = trt::LayerTimes::new();
+    let profiler = trt::Profiler::new(Box::new(times.clone())).unwrap();
+    for ms in [0.25, 0.75, 0.5] {
+        report(&profiler, "MatMul_0", ms);
+        report(&profiler, "Softmax_1", ms / 2.0);
+    }
+    profiler.check().unwrap();
+    let summary = times.summary();
+    assert_eq!(summary.len(), 2);
+    assert_eq!((summary[0].name.as_str(), summary[0].count, summary[0].median_ms), ("MatMul_0", 3, 0.5));
+    assert_eq!(summary[1].median_ms, 0.25);
+    assert!((summary[0].percent - 200.0 / 3.0).abs() < 1e-9, "{}", summary[0].percent);
 }

@@ -38,6 +38,7 @@ enum class ShimBuilderFlag : uint8_t;
 struct ProgressSink;
 struct OutputSink;
 struct CalibratorSink;
+struct ProfilerSink;
 
 // An INT8 entropy calibrator forwarding to a Rust `CalibratorSink`. Only
 // TensorRT 10.x has implicit INT8 calibration; on 11.x and TensorRT-RTX the
@@ -72,6 +73,18 @@ public:
   void *reallocateOutputAsync(char const *name, void *current, uint64_t size, uint64_t alignment,
                               cudaStream_t stream) noexcept override;
   void notifyShape(char const *name, Dims const &dims) noexcept override;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+// Forwards per-layer times of an execution context (`IProfiler`) to a Rust `ProfilerSink`.
+class Profiler final : public IProfiler {
+public:
+  explicit Profiler(rust::Box<ProfilerSink> sink);
+  ~Profiler() override;
+  void reportLayerTime(char const *layerName, float ms) noexcept override;
 
 private:
   struct Impl;
@@ -229,5 +242,20 @@ bool context_set_output_allocator(IExecutionContext &context, rust::Str name, Ou
 // Calls reallocateOutputAsync through IOutputAllocator, as TensorRT does (lets tests check the forwarding).
 size_t output_allocator_reallocate(OutputAllocator &allocator, rust::Str name, size_t current, uint64_t size,
                                    uint64_t alignment, size_t stream);
+
+// ---- weight streaming (runtime.cc)
+bool engine_set_weight_streaming_budget(ICudaEngine &engine, int64_t bytes);
+int64_t engine_weight_streaming_budget(const ICudaEngine &engine);
+int64_t engine_streamable_weights_size(const ICudaEngine &engine);
+int64_t engine_weight_streaming_automatic_budget(const ICudaEngine &engine);
+int64_t engine_weight_streaming_scratch_memory_size(const ICudaEngine &engine);
+
+// ---- per-layer profiling (runtime.cc)
+std::unique_ptr<Profiler> new_profiler(rust::Box<ProfilerSink> sink);
+void profiler_report(Profiler &profiler, rust::Str layer, float ms);
+void context_set_profiler(IExecutionContext &context, Profiler &profiler);
+void context_clear_profiler(IExecutionContext &context);
+void context_set_enqueue_emits_profile(IExecutionContext &context, bool on);
+bool context_report_to_profiler(const IExecutionContext &context);
 
 } // namespace trt_shim

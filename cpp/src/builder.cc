@@ -68,6 +68,7 @@ static bool map_flag(ShimBuilderFlag flag, BuilderFlag &out) {
   case ShimBuilderFlag::EditableTimingCache: out = BuilderFlag::kEDITABLE_TIMING_CACHE; return true;
   case ShimBuilderFlag::SparseWeights: out = BuilderFlag::kSPARSE_WEIGHTS; return true;
   case ShimBuilderFlag::StrictNans: out = BuilderFlag::kSTRICT_NANS; return true;
+  case ShimBuilderFlag::WeightStreaming: out = BuilderFlag::kWEIGHT_STREAMING; return true;
   default: return false;
   }
 }

@@ -202,4 +202,50 @@ bool context_set_output_allocator(IExecutionContext &context, rust::Str name, Ou
   return context.setOutputAllocator(str(name).c_str(), &allocator);
 }
 
+bool engine_set_weight_streaming_budget(ICudaEngine &engine, int64_t bytes) {
+  return engine.setWeightStreamingBudgetV2(bytes);
+}
+int64_t engine_weight_streaming_budget(const ICudaEngine &engine) { return engine.getWeightStreamingBudgetV2(); }
+int64_t engine_streamable_weights_size(const ICudaEngine &engine) { return engine.getStreamableWeightsSize(); }
+int64_t engine_weight_streaming_automatic_budget(const ICudaEngine &engine) {
+  return engine.getWeightStreamingAutomaticBudget();
+}
+int64_t engine_weight_streaming_scratch_memory_size(const ICudaEngine &engine) {
+  return engine.getWeightStreamingScratchMemorySize();
+}
+
+struct Profiler::Impl {
+  std::mutex lock; // reports of one context arrive on one thread, but reportToProfiler may race an enqueue
+  rust::Box<ProfilerSink> sink;
+  explicit Impl(rust::Box<ProfilerSink> s) : sink(std::move(s)) {}
+};
+
+Profiler::Profiler(rust::Box<ProfilerSink> sink) : impl(new Impl(std::move(sink))) {}
+Profiler::~Profiler() = default;
+
+void Profiler::reportLayerTime(char const *layerName, float ms) noexcept {
+  try {
+    std::lock_guard<std::mutex> guard(impl->lock);
+    impl->sink->report_layer_time(rust::Str(layerName ? layerName : ""), ms);
+  } catch (...) {
+  }
+}
+
+std::unique_ptr<Profiler> new_profiler(rust::Box<ProfilerSink> sink) { return std::make_unique<Profiler>(std::move(sink)); }
+
+void profiler_report(Profiler &profiler, rust::Str layer, float ms) {
+  // Through the base class, exactly as TensorRT calls it.
+  IProfiler &base = profiler;
+  std::string n = str(layer);
+  base.reportLayerTime(n.c_str(), ms);
+}
+
+void context_set_profiler(IExecutionContext &context, Profiler &profiler) { context.setProfiler(&profiler); }
+
+void context_clear_profiler(IExecutionContext &context) { context.setProfiler(nullptr); }
+
+void context_set_enqueue_emits_profile(IExecutionContext &context, bool on) { context.setEnqueueEmitsProfile(on); }
+
+bool context_report_to_profiler(const IExecutionContext &context) { return context.reportToProfiler(); }
+
 } // namespace trt_shim

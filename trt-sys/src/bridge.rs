@@ -308,6 +308,7 @@ pub mod ffi {
         StrictNans,
         ObeyPrecisionConstraints,
         PreferPrecisionConstraints,
+        WeightStreaming,
     }
 
     /// One error recorded by the ONNX parser.
@@ -367,6 +368,9 @@ pub mod ffi {
         fn step_complete(self: &mut ProgressSink, phase: &str, step: i32) -> bool;
         fn phase_finish(self: &mut ProgressSink, phase: &str);
 
+        type ProfilerSink;
+        fn report_layer_time(self: &mut ProfilerSink, layer: &str, ms: f32);
+
         type CalibratorSink;
         fn batch_size(self: &CalibratorSink) -> i32;
         fn next_batch(self: &mut CalibratorSink) -> bool;
@@ -422,6 +426,7 @@ pub mod ffi {
         type ProgressMonitor;
         type OutputAllocator;
         type Calibrator;
+        type Profiler;
 
         // versions and logging
         fn header_version() -> i32;
@@ -633,6 +638,20 @@ pub mod ffi {
         ) -> Result<UniquePtr<IExecutionContext>>;
 
         fn context_set_profile(context: Pin<&mut IExecutionContext>, profile: i32, stream: usize) -> Result<bool>;
+        // weight streaming (the plan must be built with BuilderFlag::kWEIGHT_STREAMING)
+        fn engine_set_weight_streaming_budget(engine: Pin<&mut ICudaEngine>, bytes: i64) -> Result<bool>;
+        fn engine_weight_streaming_budget(engine: &ICudaEngine) -> Result<i64>;
+        fn engine_streamable_weights_size(engine: &ICudaEngine) -> Result<i64>;
+        fn engine_weight_streaming_automatic_budget(engine: &ICudaEngine) -> Result<i64>;
+        fn engine_weight_streaming_scratch_memory_size(engine: &ICudaEngine) -> Result<i64>;
+        /// A C++ `IProfiler` forwarding each layer's time to `sink`.
+        fn new_profiler(sink: Box<ProfilerSink>) -> Result<UniquePtr<Profiler>>;
+        /// Calls `reportLayerTime` through the `IProfiler` base class, as TensorRT does.
+        fn profiler_report(profiler: Pin<&mut Profiler>, layer: &str, ms: f32) -> Result<()>;
+        fn context_set_profiler(context: Pin<&mut IExecutionContext>, profiler: Pin<&mut Profiler>) -> Result<()>;
+        fn context_clear_profiler(context: Pin<&mut IExecutionContext>) -> Result<()>;
+        fn context_set_enqueue_emits_profile(context: Pin<&mut IExecutionContext>, on: bool) -> Result<()>;
+        fn context_report_to_profiler(context: &IExecutionContext) -> Result<bool>;
         fn context_profile(context: &IExecutionContext) -> Result<i32>;
         fn context_set_input_shape(context: Pin<&mut IExecutionContext>, name: &str, dims: &[i64]) -> Result<bool>;
         fn context_tensor_shape(context: &IExecutionContext, name: &str) -> Result<Vec<i64>>;
@@ -663,4 +682,4 @@ pub mod ffi {
     impl UniquePtr<IParser> {}
 }
 
-use crate::callbacks::{forward_error, forward_log, CalibratorSink, OutputSink, ProgressSink};
+use crate::callbacks::{forward_error, forward_log, CalibratorSink, OutputSink, ProfilerSink, ProgressSink};

@@ -1,5 +1,5 @@
 //! The Rust side of the shim's callbacks. C++ subclasses (logger, error
-//! recorder, progress monitor, output allocator) forward to these; every entry
+//! recorder, progress monitor, output allocator, profiler) forward to these; every entry
 //! point catches panics, because unwinding into C++ is undefined behaviour.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -150,6 +150,37 @@ impl OutputSink {
 
     pub(crate) fn notify_shape(&mut self, name: &str, dims: &[i64]) {
         let _ = catch_unwind(AssertUnwindSafe(|| self.inner.notify_shape(name, dims)));
+    }
+}
+
+/// Receives the time of each layer of an execution (`IProfiler::reportLayerTime`).
+pub trait ProfilerCallbacks: Send {
+    /// Layer `layer` took `ms` milliseconds in the execution being reported.
+    fn report_layer_time(&mut self, layer: &str, ms: f32);
+}
+
+/// A boxed [`ProfilerCallbacks`] handed to the shim. After a panic in the
+/// callback its message lands in the panic slot and later reports are dropped
+/// (the caller turns the message into an error).
+pub struct ProfilerSink {
+    inner: Box<dyn ProfilerCallbacks>,
+    panic: PanicSlot,
+}
+
+impl ProfilerSink {
+    /// Wrap callbacks for the shim; a panic's message lands in `panic`.
+    pub fn new(inner: Box<dyn ProfilerCallbacks>, panic: PanicSlot) -> Box<Self> {
+        Box::new(ProfilerSink { inner, panic })
+    }
+
+    pub(crate) fn report_layer_time(&mut self, layer: &str, ms: f32) {
+        let mut slot = self.panic.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_some() {
+            return;
+        }
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| self.inner.report_layer_time(layer, ms))) {
+            *slot = Some(panic_message(payload.as_ref()));
+        }
     }
 }
 

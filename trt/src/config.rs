@@ -292,6 +292,14 @@ impl<'b> BuilderConfig<'b> {
         self.flag(ffi::ShimBuilderFlag::Refit, on, "refittable plans")
     }
 
+    /// Build for weight streaming: weights may stay in host memory and stream
+    /// to the GPU within a budget set on the engine
+    /// ([`Engine::set_weight_streaming_budget`](crate::Engine::set_weight_streaming_budget)).
+    /// TensorRT refuses it together with refit.
+    pub fn set_weight_streaming(&mut self, on: bool) -> Result<&mut Self> {
+        self.flag(ffi::ShimBuilderFlag::WeightStreaming, on, "weight streaming")
+    }
+
     /// Which GPUs the plan may run on.
     pub fn set_hardware_compatibility(&mut self, level: HardwareCompatibility) -> Result<&mut Self> {
         use ffi::HardwareCompatibilityLevel as L;

@@ -201,6 +201,8 @@ pub struct ExecutionContext {
     // Kept alive while TensorRT may call them: dropped after the context
     // (field order); a replaced one is retired into `work`.
     allocators: Vec<(usize, cxx::UniquePtr<ffi::OutputAllocator>)>,
+    // Likewise: TensorRT calls it during enqueue and reportToProfiler (crate::profiler).
+    profiler: Option<crate::profiler::Profiler>,
     tensors: Vec<TensorState>,
     /// `inferShapes` succeeded for the current input shapes.
     shapes_checked: bool,
@@ -310,6 +312,7 @@ impl ExecutionContext {
             profile: 0,
             shared_memory,
             allocators: Vec::new(),
+            profiler: None,
             tensors,
             shapes_checked: false,
             work: WorkOrder::default(),
@@ -369,8 +372,16 @@ impl ExecutionContext {
         &self.engine
     }
 
-    fn pin(&mut self) -> Pin<&mut ffi::IExecutionContext> {
+    pub(crate) fn pin(&mut self) -> Pin<&mut ffi::IExecutionContext> {
         self.raw.as_mut().expect("non-null context")
+    }
+
+    pub(crate) fn get_raw(&self) -> &ffi::IExecutionContext {
+        self.raw.as_ref().expect("non-null context")
+    }
+
+    pub(crate) fn profiler_slot(&mut self) -> &mut Option<crate::profiler::Profiler> {
+        &mut self.profiler
     }
 
     /// The active optimization profile.
@@ -722,6 +733,7 @@ impl Drop for ExecutionContext {
             log::error!(target: "trt", "waiting for an execution context's work failed ({e}); leaking the context");
             std::mem::forget(std::mem::replace(&mut self.raw, cxx::UniquePtr::null()));
             std::mem::forget(std::mem::take(&mut self.allocators));
+            std::mem::forget(self.profiler.take());
             return;
         }
         // TensorRT frees the context's memory on the thread's current device.

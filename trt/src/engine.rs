@@ -287,6 +287,14 @@ impl Engine {
         self.inner.raw.as_mut_ptr()
     }
 
+    /// `f` with the engine mutable, serialized with context creation (the
+    /// engine setters TensorRT has apply before contexts exist).
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(Pin<&mut ffi::ICudaEngine>) -> R) -> R {
+        let _serial = self.context_lock.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the lock serializes mutation with context creation; the engine lives in `inner`.
+        f(unsafe { Pin::new_unchecked(&mut *self.raw_ptr()) })
+    }
+
     /// All I/O tensors, in engine order.
     pub fn io_tensors(&self) -> &[IoTensor] {
         &self.inner.io

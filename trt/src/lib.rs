@@ -49,6 +49,7 @@ mod engine_cache;
 mod error;
 mod fsutil;
 mod graph;
+pub mod inspector;
 mod library;
 pub mod logger;
 mod network;
@@ -56,11 +57,13 @@ mod onnx;
 mod onnx_guard;
 mod pool;
 mod profile;
+pub mod profiler;
 mod raw;
 mod serialized;
 mod shape;
 mod timing_cache;
 mod version;
+mod weight_streaming;
 mod work;
 
 pub use binding::{Bindings, IO_ALIGNMENT};
@@ -76,6 +79,7 @@ pub use engine::{Engine, IoFormat, IoMode, IoTensor, Runtime};
 pub use engine_cache::{CacheOutcome, EngineCache};
 pub use error::{Error, ErrorCode, OnnxError, Result, TrtMessage};
 pub use graph::ContextGraph;
+pub use inspector::{EngineInfo, EngineLayer};
 pub use library::{header_version, setup_dir, Library, LibraryKind};
 pub use network::{
     Activation, ElementWise, HostData, LayerInfo, LayerKind, MatrixOp, Network, Precision, Reduce, Tensor, TensorInfo, Unary,
@@ -83,6 +87,7 @@ pub use network::{
 pub use onnx::{OnnxParser, ParsedNetwork};
 pub use pool::{Checkout, ContextPool, Pool, PooledContext};
 pub use profile::{OptimizationProfile, ProfileSpec, ShapeRange};
+pub use profiler::{LayerTime, LayerTimes, Profiler, ProfilerCallbacks};
 pub use raw::AsRaw;
 pub use serialized::SerializedEngine;
 pub use timing_cache::TimingCache;

@@ -31,6 +31,7 @@ as_raw!(crate::BuilderConfig<'_>, *mut ffi::IBuilderConfig, |s| s.raw_ptr());
 as_raw!(crate::TimingCache, *mut ffi::ITimingCache, |s| s.raw_ptr());
 as_raw!(crate::Engine, *mut ffi::ICudaEngine, |s| s.raw_ptr());
 as_raw!(crate::ExecutionContext, *mut ffi::IExecutionContext, |s| s.raw_ptr());
+as_raw!(crate::Profiler, *mut ffi::Profiler, |s| s.raw_ptr());
 as_raw!(crate::Runtime, *mut ffi::IRuntime, |s| s.raw_ptr());
 as_raw!(crate::cuda::Stream, crate::cuda::RawStream, |s| crate::cuda::Stream::as_raw(s));
 as_raw!(crate::cuda::Event, crate::cuda::RawEvent, |s| crate::cuda::Event::as_raw(s));

@@ -63,6 +63,10 @@ pub struct Args {
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
+
+    /// Per-layer profiling and weight streaming (cmd::bench_layers).
+    #[command(flatten)]
+    pub tooling: super::bench_layers::Flags,
 }
 
 /// What a value-filled input holds.
@@ -185,6 +189,7 @@ pub fn run(args: Args) -> Result<()> {
     let (device, gpu_name) = gpu::require("trt bench")?;
     let engine = gpu::load_engine(&args.plan, &plan, &device, &gpu_name)?;
     let stream = Stream::new(&device)?;
+    let budget_note = super::bench_layers::before_context(&args.tooling, &engine)?;
     let mut context = ExecutionContext::new(&engine)?;
 
     let mut shapes = Vec::new();
@@ -229,7 +234,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     stream.synchronize()?;
 
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = budget_note.into_iter().collect();
     let mut graph: Option<ContextGraph> = None;
     if args.graphs {
         let mut bindings = Bindings::new(&stream);
@@ -289,9 +294,18 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
 
+    let layers = super::bench_layers::profile(&args.tooling, &mut context, |ctx| {
+        let mut bindings = Bindings::new(&stream);
+        for s in inputs.iter_mut().chain(outputs.iter_mut()) {
+            bindings = s.bind(bindings)?;
+        }
+        ctx.enqueue(bindings)?.wait()?;
+        Ok(())
+    })?;
+
     let batch = shapes.first().and_then(|(_, _, s)| s.first().copied()).unwrap_or(1).max(1);
     let throughput = (args.iterations as f64 * batch as f64) / wall.as_secs_f64();
-    let doc = json!({
+    let mut doc = json!({
         "plan": args.plan.display().to_string(),
         "gpu": gpu_name,
         "tensors": shapes.iter().map(|(n, d, s)| json!({"name": n, "dtype": d.to_string(), "shape": s})).collect::<Vec<_>>(),
@@ -307,6 +321,8 @@ pub fn run(args: Args) -> Result<()> {
         "throughput_per_s": throughput,
         "notes": notes,
     });
+    let mut layer_text = String::new();
+    super::bench_layers::extend_report(layers.as_deref(), &engine, &mut doc, &mut layer_text);
     if args.json {
         emit(&format!("{}\n", serde_json::to_string_pretty(&doc).expect("JSON values serialize")));
         return Ok(());
@@ -338,6 +354,7 @@ pub fn run(args: Args) -> Result<()> {
         "  throughput       {throughput:.1} samples/s (batch {batch}; {:.3} ms wall per iteration)\n",
         wall.as_secs_f64() * 1e3 / args.iterations as f64
     ));
+    s.push_str(&layer_text);
     emit(&s);
     Ok(())
 }

@@ -83,6 +83,16 @@ pub struct Args {
     #[arg(long, value_name = "SM,...", value_delimiter = ',', value_parser = parse_target)]
     pub target: Vec<u32>,
 
+    /// Keep detailed layer information in the plan (layer types, tensor formats
+    /// and tactics for `trt inspect --layers` and `trt bench --profile-layers`).
+    #[arg(long)]
+    pub detailed_layers: bool,
+
+    /// Build for weight streaming (`trt bench --weight-budget` then limits the
+    /// device memory its weights use); not together with refit.
+    #[arg(long)]
+    pub weight_streaming: bool,
+
     /// How to show build progress.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
@@ -225,6 +235,12 @@ pub fn run(args: Args) -> Result<()> {
     if !args.target.is_empty() {
         set_targets(&mut config, &args.target)?;
     }
+    if args.detailed_layers {
+        config.set_detailed_profiling(true)?;
+    }
+    if args.weight_streaming {
+        config.set_weight_streaming(true)?;
+    }
     let inputs = network.inputs();
     let specs = match args.shapes().profile(&inputs)? {
         Some((spec, warnings)) => {
@@ -278,6 +294,12 @@ pub fn run(args: Args) -> Result<()> {
     }
     if let Some(level) = args.opt_level {
         s.push_str(&format!("  opt level     {level}\n"));
+    }
+    if args.detailed_layers {
+        s.push_str("  layer info    detailed (engine inspector)\n");
+    }
+    if args.weight_streaming {
+        s.push_str("  weights       streamable (set a budget with trt bench --weight-budget)\n");
     }
     if let (Some(path), Some(read), Some(written)) = (&args.timing_cache, cache_read, cache_written) {
         let read = if read == 0 { "new".to_owned() } else { format!("read {}", output::bytes(read)) };

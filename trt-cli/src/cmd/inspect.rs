@@ -1,4 +1,4 @@
-//! `trt inspect (PLAN | MODEL.onnx) [--json]`.
+//! `trt inspect (PLAN | MODEL.onnx) [--json] [--layers]`.
 //!
 //! An ONNX model is parsed by TensorRT's parser (no GPU needed): I/O tensors
 //! with -1 for dynamic dimensions, and the layer count of the network. A plan
@@ -25,6 +25,11 @@ pub struct Args {
     /// Print one JSON document instead of tables.
     #[arg(long)]
     pub json: bool,
+
+    /// A plan: one row per engine layer (type, precision, tactic) from the engine
+    /// inspector, parsed, instead of its raw JSON (details need `trt build --detailed-layers`).
+    #[arg(long)]
+    pub layers: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,12 +52,12 @@ pub fn run(args: Args) -> Result<()> {
     let path = &args.file;
     let (text, doc) = match kind(path) {
         Kind::Onnx => onnx(path)?,
-        Kind::Plan => plan(path)?,
+        Kind::Plan => plan(path, args.layers)?,
         Kind::Unknown => {
             std::fs::metadata(path).map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
             match onnx(path) {
                 Ok(r) => r,
-                Err(as_onnx) => plan(path).map_err(|as_plan| {
+                Err(as_onnx) => plan(path, args.layers).map_err(|as_plan| {
                     CliError::new(format!(
                         "{} is neither an ONNX model nor a plan that loads here; as ONNX: {as_onnx}; as a plan: {as_plan}",
                         path.display()
@@ -156,11 +161,37 @@ pub fn onnx(path: &Path) -> Result<(String, Value)> {
     Ok((text, doc))
 }
 
-/// The text and JSON reports of a plan (deserialized here).
-pub fn plan(path: &Path) -> Result<(String, Value)> {
+/// The text and JSON reports of a plan (deserialized here); with `layers`,
+/// the inspector's layers as a table and as parsed entries.
+pub fn plan(path: &Path, layers: bool) -> Result<(String, Value)> {
     let plan = gpu::read_plan(path)?;
     let engine = gpu::deserialize_anywhere(path, &plan)?;
-    engine_report(path, plan.len(), &engine)
+    if !layers {
+        return engine_report(path, plan.len(), &engine);
+    }
+    let info = engine.layer_info()?;
+    let mut text = format!("plan {} ({}): {} engine layers\n", path.display(), output::bytes(plan.len()), info.layers.len());
+    text.push_str(&layers_table(&info).render("  "));
+    let doc = json!({ "file": path.display().to_string(), "kind": "plan", "layers": info.layers, "bindings": info.bindings });
+    Ok((text, doc))
+}
+
+/// One row per engine layer: name, type, precision, tactic (`-` where the plan has no details).
+pub fn layers_table(info: &trt::EngineInfo) -> Table {
+    let mut table = Table::new(&["layer", "type", "precision", "tactic"]);
+    for l in &info.layers {
+        let tactic = match l {
+            trt::EngineLayer::Detailed(d) => d.tactic.clone(),
+            trt::EngineLayer::Name(_) => None,
+        };
+        table.row(vec![
+            l.name().to_owned(),
+            l.layer_type().unwrap_or("-").to_owned(),
+            l.precision().unwrap_or_else(|| "-".to_owned()),
+            tactic.unwrap_or_else(|| "-".to_owned()),
+        ]);
+    }
+    table
 }
 
 /// The text and JSON reports of a deserialized engine.
