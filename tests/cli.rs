@@ -138,7 +138,18 @@ fn build_with_two_profiles_lists_both_and_the_config_reports_two() {
     let dir = tempfile::tempdir().unwrap();
     let model = generated("models/test/external_weights.onnx");
     let plan = dir.path().join("two.plan");
-    let o = run(&["build", p(&model), "-o", p(&plan), "--profile", "x:1x64,1x64,4x64", "--profile", "x:4x64,16x64,32x64", "--progress", "none"]);
+    let o = run(&[
+        "build",
+        p(&model),
+        "-o",
+        p(&plan),
+        "--profile",
+        "x:1x64,1x64,4x64",
+        "--profile",
+        "x:4x64,16x64,32x64",
+        "--progress",
+        "none",
+    ]);
     assert_ok(&o);
     let out = stdout(&o);
     assert!(out.contains("profiles      2 (reported by the builder config)"), "{out}");

@@ -176,7 +176,10 @@ pub fn parse_profile(arg: &str) -> std::result::Result<ProfileSpec, String> {
         if name.is_empty() {
             return Err(format!("'{item}' has no tensor name before ':'"));
         }
-        let parsed = shapes.split(',').map(|s| parse_list(&format!("{name}:{s}")).map(|l| l.0[0].1.clone())).collect::<std::result::Result<Vec<_>, _>>()?;
+        let parsed = shapes
+            .split(',')
+            .map(|s| parse_list(&format!("{name}:{s}")).map(|l| l.0[0].1.clone()))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
         let range = match parsed.as_slice() {
             [fixed] => ShapeRange::fixed(fixed),
             [min, opt, max] => ShapeRange::new(min, opt, max),

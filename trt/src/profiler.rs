@@ -212,7 +212,7 @@ fn median(times: &[f32]) -> f64 {
     let mut sorted: Vec<f64> = times.iter().map(|&t| f64::from(t)).collect();
     sorted.sort_by(f64::total_cmp);
     let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 0 {
+    if sorted.len().is_multiple_of(2) {
         (sorted[mid - 1] + sorted[mid]) / 2.0
     } else {
         sorted[mid]
