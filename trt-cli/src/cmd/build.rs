@@ -242,14 +242,10 @@ pub fn run(args: Args) -> Result<()> {
         config.set_weight_streaming(true)?;
     }
     let inputs = network.inputs();
-    let specs = match args.shapes().profile(&inputs)? {
-        Some((spec, warnings)) => {
-            for w in warnings {
-                eprintln!("warning: {w}");
-            }
-            vec![spec]
-        }
-        None => args.profile.clone(),
+    // Warnings about filled-in shapes come after validation: an unknown name is an error, not a warning.
+    let (specs, warnings) = match args.shapes().profile(&inputs)? {
+        Some((spec, warnings)) => (vec![spec], warnings),
+        None => (args.profile.clone(), Vec::new()),
     };
     for (i, spec) in specs.into_iter().enumerate() {
         spec.validate(&inputs).map_err(|e| match e {
@@ -259,6 +255,9 @@ pub fn run(args: Args) -> Result<()> {
             other => explain(&args.model, &network, other),
         })?;
         config.add_profile(spec).about(&args.model)?;
+    }
+    for w in warnings {
+        eprintln!("warning: {w}");
     }
     let profiles_in_config = config.num_profiles_in_tensorrt()?;
     let cache_read = match &args.timing_cache {
