@@ -8,7 +8,7 @@
 //! | module | executor | staging |
 //! |---|---|---|
 //! | [`tensorrt`] | TensorRT engine, a pool of execution contexts | the tokenizer writes into pinned host buffers; one upload, one enqueue, one download |
-//! | [`onnxruntime`] | ONNX Runtime, a pool of sessions | the tokenizer writes into host buffers that the session reads in place |
+//! | [`onnxruntime`] | ONNX Runtime, a pool of sessions | CPU: the tokenizer writes into host buffers that the session reads in place; CUDA: as TensorRT, through IO binding on one stream per session |
 //!
 //! [`open`] picks one for a model file ([`BackendChoice::Auto`]: TensorRT
 //! where it can execute here, else ONNX Runtime, with the reason logged).
@@ -22,8 +22,11 @@ use ndarray::{ArrayD, ArrayViewD, Axis, Slice};
 
 use crate::{BatchLayout, EncodedBatch, ModelLayout, Result};
 
+pub mod buckets;
 pub mod onnxruntime;
+mod ort_cuda;
 mod select;
+mod staging;
 pub mod tensorrt;
 
 pub(crate) use select::is_plan;

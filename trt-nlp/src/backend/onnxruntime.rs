@@ -1,7 +1,11 @@
 //! ONNX Runtime behind the [`Backend`] trait: a pool of sessions over one
-//! ONNX model, each with host buffers for the token tensors that the
-//! tokenizer writes into and the session reads in place (no copy between
-//! them). Runs anywhere: no GPU, no TensorRT.
+//! ONNX model. On the CPU each session has host buffers for the token
+//! tensors that the tokenizer writes into and the session reads in place (no
+//! copy between them); runs anywhere: no GPU, no TensorRT. On CUDA each
+//! session has its own stream, pinned and device buffers and an IO binding
+//! (`ort_cuda`): one upload, one run, one download of the real rows per
+//! batch, and CUDA graphs per shape bucket where asked for
+//! ([`OrtBackendOptions::cuda_graph_max_batch`]).
 //!
 //! ONNX models carry no optimization profiles, so the batch and sequence
 //! ranges come from the model's fixed dimensions where it has them, else
@@ -13,11 +17,12 @@ use std::path::Path;
 use trt::Pool;
 use trt_onnx::runtime::{ElementType as OrtType, InputTensor, OutputRef, Session, SessionOptions, TensorInfo};
 
+use crate::backend::ort_cuda::CudaStaging;
 use crate::backend::{Backend, Fill, OutputView, Outputs, Read};
 use crate::layout::OutputSpec;
 use crate::{ElementType, EncodedBatch, Error, InputRole, InputSpec, ModelLayout, Result};
 
-pub use trt_onnx::runtime::{Optimization, Provider};
+pub use trt_onnx::runtime::{BoundTensor, Optimization, Provider};
 
 /// How the ONNX Runtime backend runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +40,10 @@ pub struct OrtBackendOptions {
     pub provider: Provider,
     /// Graph optimization level. Default: all.
     pub optimization: Optimization,
+    /// On CUDA: batches of up to this many rows run as CUDA graphs, one per
+    /// (batch, sequence) bucket ([`buckets`](super::buckets)); 0 (default): none.
+    /// The pipeline then pads sequences to multiples of 8 (fewer graphs).
+    pub cuda_graph_max_batch: usize,
 }
 
 impl Default for OrtBackendOptions {
@@ -46,6 +55,7 @@ impl Default for OrtBackendOptions {
             max_seq: 512,
             provider: Provider::Auto,
             optimization: Optimization::All,
+            cuda_graph_max_batch: 0,
         }
     }
 }
@@ -55,9 +65,14 @@ enum HostTokens {
     I64(Vec<i64>),
 }
 
-struct Slot {
+struct HostSlot {
     session: Session,
     inputs: Vec<(InputSpec, HostTokens)>,
+}
+
+enum Slot {
+    Host(HostSlot),
+    Cuda(Box<CudaStaging>),
 }
 
 /// An ONNX model on ONNX Runtime as a [`Backend`].
@@ -66,6 +81,8 @@ pub struct OrtBackend {
     layout: ModelLayout,
     outputs: Vec<String>,
     provider: String,
+    cuda_device: Option<u32>,
+    graphs: bool,
 }
 
 impl std::fmt::Debug for OrtBackend {
@@ -92,35 +109,77 @@ impl OrtBackend {
         let first = Session::from_file(path, &session_options)?;
         let layout = layout_of(&first, options, path)?;
         let provider = first.provider().to_owned();
-        let tokens = layout.max_batch * layout.max_seq;
-        let mut slots = Vec::with_capacity(options.sessions.max(1));
-        let mut session = Some(first);
-        for _ in 0..options.sessions.max(1) {
-            let session = match session.take() {
-                Some(s) => s,
-                None => Session::from_file(path, &session_options)?,
-            };
-            let inputs = layout
-                .inputs
-                .iter()
-                .map(|spec| {
-                    let host = match spec.dtype {
-                        ElementType::I64 => HostTokens::I64(vec![0; tokens]),
-                        _ => HostTokens::I32(vec![0; tokens]),
-                    };
-                    (spec.clone(), host)
-                })
-                .collect();
-            slots.push(Slot { session, inputs });
+        let cuda_device = first.cuda_device();
+        let sessions = options.sessions.max(1);
+        let mut slots = Vec::with_capacity(sessions);
+        if let Some(device) = cuda_device {
+            drop(first);
+            for _ in 0..sessions {
+                match CudaStaging::new(path, &session_options, device, &layout, options.cuda_graph_max_batch)? {
+                    Ok(staging) => slots.push(Slot::Cuda(Box::new(staging))),
+                    Err(why) => {
+                        log::info!("{}: no IO binding on CUDA ({why}); ONNX Runtime stages through host memory", path.display());
+                        let options = SessionOptions { provider: Provider::Cuda { device }, ..session_options.clone() };
+                        slots.push(Slot::Host(host_slot(Session::from_file(path, &options)?, &layout)));
+                    }
+                }
+            }
+        } else {
+            let mut session = Some(first);
+            for _ in 0..sessions {
+                let session = match session.take() {
+                    Some(s) => s,
+                    None => Session::from_file(path, &session_options)?,
+                };
+                slots.push(Slot::Host(host_slot(session, &layout)));
+            }
         }
         let outputs = layout.outputs.iter().map(|o| o.name.clone()).collect();
-        Ok(OrtBackend { pool: Pool::from_items(slots), layout, outputs, provider })
+        let graphs = cuda_device.is_some() && options.cuda_graph_max_batch > 0;
+        Ok(OrtBackend { pool: Pool::from_items(slots), layout, outputs, provider, cuda_device, graphs })
+    }
+
+    /// The CUDA device the sessions run on (`None`: the CPU).
+    pub fn cuda_device(&self) -> Option<u32> {
+        self.cuda_device
+    }
+
+    /// Per session on CUDA with IO binding: the tensors bound now and how many
+    /// bindings were made so far (both stop changing once every shape has
+    /// been seen: the device buffers are allocated once and never move).
+    /// Waits for a free session for each.
+    pub fn bindings(&self) -> Vec<(Vec<BoundTensor>, u64)> {
+        (0..self.pool.size())
+            .filter_map(|_| {
+                let slot = self.pool.checkout();
+                match &*slot {
+                    Slot::Cuda(c) => Some((c.bound(), c.rebinds())),
+                    Slot::Host(_) => None,
+                }
+            })
+            .collect()
     }
 
     /// The execution provider the sessions run on (`CPUExecutionProvider`, ...).
     pub fn provider(&self) -> &str {
         &self.provider
     }
+}
+
+fn host_slot(session: Session, layout: &ModelLayout) -> HostSlot {
+    let tokens = layout.max_batch * layout.max_seq;
+    let inputs = layout
+        .inputs
+        .iter()
+        .map(|spec| {
+            let host = match spec.dtype {
+                ElementType::I64 => HostTokens::I64(vec![0; tokens]),
+                _ => HostTokens::I32(vec![0; tokens]),
+            };
+            (spec.clone(), host)
+        })
+        .collect();
+    HostSlot { session, inputs }
 }
 
 /// The token inputs, float outputs and shape ranges of a session's model.
@@ -213,13 +272,25 @@ impl Backend for OrtBackend {
         self.provider == "CPUExecutionProvider"
     }
 
+    fn sequence_multiple(&self) -> usize {
+        // CUDA graphs replay one shape each: fewer sequence lengths, fewer graphs.
+        if self.graphs {
+            8
+        } else {
+            1
+        }
+    }
+
     fn health(&self) -> Result<()> {
         Ok(())
     }
 
     fn run(&self, fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {
         let mut slot = self.pool.checkout();
-        let Slot { session, inputs } = &mut *slot;
+        let HostSlot { session, inputs } = match &mut *slot {
+            Slot::Host(h) => h,
+            Slot::Cuda(c) => return c.run(&self.layout, fill, read),
+        };
         let layout = {
             let mut batch = EncodedBatch::new();
             for (spec, host) in inputs.iter_mut() {

@@ -14,36 +14,13 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use half::{bf16, f16};
 use ndarray::{ArrayViewD, IxDyn};
-use trt::cuda::{Device, DeviceBuffer, Element, PinnedBuffer, Stream};
+use trt::cuda::Device;
 use trt::{Bindings, ContextPool, Engine, ExecutionContext};
 
+use crate::backend::staging::{Floats, Staged, Tokens};
 use crate::backend::{Backend, Fill, OutputView, Outputs, Read};
 use crate::{ElementType, EncodedBatch, Error, InputSpec, ModelLayout, Result, TokenBuffer};
-
-/// Host and device memory for one tensor of element type `T`.
-struct Staged<T: Element> {
-    host: PinnedBuffer<T>,
-    device: DeviceBuffer<T>,
-}
-
-impl<T: Element> Staged<T> {
-    fn new(device: &Device, stream: &Stream, len: usize) -> trt::Result<Self> {
-        Ok(Staged { host: PinnedBuffer::zeros(device, len)?, device: DeviceBuffer::zeros(len, stream)? })
-    }
-}
-
-enum Tokens {
-    I32(Staged<i32>),
-    I64(Staged<i64>),
-}
-
-enum Floats {
-    F32(Staged<f32>),
-    F16(Staged<f16>),
-    BF16(Staged<bf16>),
-}
 
 struct Staging {
     inputs: Vec<(InputSpec, Tokens)>,

@@ -19,7 +19,9 @@ use ndarray::{ArrayD, ArrayViewD};
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::{RunOptions, SessionInputValue};
 use ort::value::{DynValue, TensorElementType, TensorRef, ValueType};
+use ort::AsPointer;
 
+use super::binding::IoBinding;
 use super::cuda::{self, CudaOptions};
 use super::OrtLibrary;
 use crate::{Error, Result};
@@ -330,6 +332,7 @@ pub struct Session {
     inputs: Vec<TensorInfo>,
     outputs: Vec<TensorInfo>,
     placement: Placement,
+    cuda: CudaOptions,
     source: String,
 }
 
@@ -354,7 +357,7 @@ impl Session {
         let source = path.display().to_string();
         let (mut builder, provider) = builder(options, &source)?;
         let inner = builder.commit_from_file(path).map_err(|e| Error::ort(format!("loading {source}"), e))?;
-        Ok(Self::wrap(inner, provider, source))
+        Ok(Self::wrap(inner, provider, options.cuda, source))
     }
 
     /// Load a model from bytes (external data is not available this way).
@@ -362,13 +365,13 @@ impl Session {
         let source = format!("<{} bytes in memory>", bytes.len());
         let (mut builder, provider) = builder(options, &source)?;
         let inner = builder.commit_from_memory(bytes).map_err(|e| Error::ort(format!("loading {source}"), e))?;
-        Ok(Self::wrap(inner, provider, source))
+        Ok(Self::wrap(inner, provider, options.cuda, source))
     }
 
-    fn wrap(inner: ort::session::Session, placement: Placement, source: String) -> Self {
+    fn wrap(inner: ort::session::Session, placement: Placement, cuda: CudaOptions, source: String) -> Self {
         let inputs = inner.inputs().iter().map(|o| TensorInfo::from_outlet(o.name(), o.dtype())).collect();
         let outputs = inner.outputs().iter().map(|o| TensorInfo::from_outlet(o.name(), o.dtype())).collect();
-        Session { inner, inputs, outputs, placement, source }
+        Session { inner, inputs, outputs, placement, cuda, source }
     }
 
     /// The model's inputs, in graph order.
@@ -393,6 +396,33 @@ impl Session {
             Placement::Cuda(d) => Some(d),
             Placement::Cpu => None,
         }
+    }
+
+    /// A binding of inputs and outputs at device addresses, for
+    /// [`run_bound`](Self::run_bound); the session must run on CUDA.
+    pub fn io_binding(&self) -> Result<IoBinding> {
+        let Some(device) = self.cuda_device() else {
+            return Err(Error::Unsupported {
+                operation: "IO binding",
+                problem: format!("{} runs on the CPU; device addresses need a CUDA session", self.source),
+            });
+        };
+        let raw = self.inner.create_binding().map_err(|e| Error::ort(format!("binding {}", self.source), e))?;
+        IoBinding::new(raw, device, self.cuda.stream().is_none())
+    }
+
+    /// Runs on the tensors bound in `binding`, replaying CUDA graph `graph`
+    /// where the session was made with CUDA graphs (`None`: an ordinary run;
+    /// the first runs of a new id capture it). On the caller's stream
+    /// ([`CudaOptions::with_stream`]) this returns once the work is enqueued:
+    /// work enqueued after it on that stream sees the outputs.
+    pub fn run_bound(&mut self, binding: &mut IoBinding, graph: Option<u32>) -> Result<()> {
+        let context = format!("running {} on bound tensors", self.source);
+        let options = binding.run_options(graph)?.ptr();
+        let api = ort::api();
+        // SAFETY: the session, run options and binding are live ONNX Runtime
+        // objects; the bound memory's validity is the binder's promise.
+        super::binding::status(unsafe { (api.RunWithBinding)(self.inner.ptr_mut(), options, binding.raw().ptr()) }, &context)
     }
 
     /// Where the model came from (a path, or a note for bytes).

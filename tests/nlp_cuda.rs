@@ -1,0 +1,120 @@
+//! The ONNX Runtime backend on CUDA (IO binding, one stream per session,
+//! CUDA graphs per bucket) against the same backend on the CPU.
+//!
+//! Every test here needs a CUDA GPU and the onnxruntime-gpu library
+//! (`ORT_DYLIB_PATH`): they are `#[ignore]`d and run on the GPU host with
+//! `--include-ignored`. Elsewhere they are skipped with that reason.
+
+#[path = "nlp_support.rs"]
+mod support;
+
+use std::sync::Arc;
+
+use support::{default_model, reference, reference_texts};
+use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions, Provider};
+use trt_nlp::backend::Backend;
+use trt_nlp::{Classifier, Embedder, HelperOptions, Pooling};
+
+fn backend(file: &str, provider: Provider, graphs: usize) -> Arc<OrtBackend> {
+    let options = OrtBackendOptions { provider, intra_threads: 4, cuda_graph_max_batch: graphs, ..Default::default() };
+    Arc::new(OrtBackend::new(default_model(file), &options).unwrap())
+}
+
+/// Logits and mean-pooled embeddings of `texts`, in batches of `batch`.
+fn outputs(b: Arc<OrtBackend>, texts: &[String], batch: usize) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+    let c = Classifier::new(b.clone(), default_model("tokenizer.json"), Default::default(), &HelperOptions::default()).unwrap();
+    let logits = texts.chunks(batch).flat_map(|t| c.predict(t, 1).unwrap()).map(|g| g.logits).collect();
+    let e = Embedder::new(b, default_model("tokenizer.json"), Pooling::Mean, true, &HelperOptions::default()).unwrap();
+    let emb = texts.chunks(batch).flat_map(|t| e.embed(t).unwrap().outer_iter().map(|r| r.to_vec()).collect::<Vec<_>>()).collect();
+    (logits, emb)
+}
+
+fn max_diff(a: &[Vec<f32>], b: &[Vec<f32>]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).flat_map(|(x, y)| x.iter().zip(y).map(|(p, q)| (p - q).abs())).fold(0.0, f32::max)
+}
+
+/// Texts of many lengths (the reference texts, repeated with more words).
+fn texts() -> Vec<String> {
+    let base = reference_texts(&reference());
+    (0..40).map(|i| format!("{} {}", base[i % base.len()], "and then some more words ".repeat(i % 7))).collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU and the onnxruntime-gpu library (ORT_DYLIB_PATH)"]
+fn cuda_fp32_matches_the_cpu_within_1e_4() {
+    let texts = texts();
+    let gpu = backend("model.onnx", Provider::Cuda { device: 0 }, 0);
+    assert_eq!((gpu.provider(), gpu.cuda_device()), ("CUDAExecutionProvider", Some(0)));
+    let (gl, ge) = outputs(gpu, &texts, 8);
+    let (cl, ce) = outputs(backend("model.onnx", Provider::Cpu, 0), &texts, 8);
+    let (dl, de) = (max_diff(&gl, &cl), max_diff(&ge, &ce));
+    println!("CUDA FP32 vs CPU FP32 over {} texts: logits max abs diff {dl:.3e}, embeddings {de:.3e}", texts.len());
+    assert!(dl <= 1e-4 && de <= 1e-4, "{dl} {de}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU and the onnxruntime-gpu library (ORT_DYLIB_PATH)"]
+fn cuda_fp16_model_is_within_2e_3_of_fp32() {
+    let texts = texts();
+    let (hl, he) = outputs(backend("model_fp16.onnx", Provider::Cuda { device: 0 }, 0), &texts, 8);
+    let (fl, fe) = outputs(backend("model.onnx", Provider::Cpu, 0), &texts, 8);
+    let (dl, de) = (max_diff(&hl, &fl), max_diff(&he, &fe));
+    println!("CUDA FP16 vs CPU FP32 over {} texts: logits max abs diff {dl:.3e}, embeddings {de:.3e}", texts.len());
+    assert!(dl <= 2e-3 && de <= 2e-3, "{dl} {de}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU and the onnxruntime-gpu library (ORT_DYLIB_PATH)"]
+fn bound_buffers_keep_their_addresses_and_nothing_is_rebound_or_allocated_after_warm_up() {
+    let texts = texts();
+    let gpu = backend("model.onnx", Provider::Cuda { device: 0 }, 0);
+    let device = trt_cuda::Device::new(0).unwrap();
+    let (warm, _) = outputs(gpu.clone(), &texts, 8);
+    let before = gpu.bindings();
+    let free_before = device.free_memory().unwrap();
+    for _ in 0..5 {
+        let (again, _) = outputs(gpu.clone(), &texts, 8);
+        assert_eq!(max_diff(&again, &warm), 0.0, "the same batches give the same logits");
+    }
+    let after = gpu.bindings();
+    let free_after = device.free_memory().unwrap();
+    let addresses = |b: &[(Vec<trt_nlp::backend::onnxruntime::BoundTensor>, u64)]| {
+        let mut v: Vec<(String, bool, u64)> = b.iter().flat_map(|(t, _)| t.iter().map(|t| (t.name.clone(), t.output, t.address))).collect();
+        v.sort();
+        v
+    };
+    println!("bound: {:?}", addresses(&after));
+    println!(
+        "rebinds before/after the 5 repeats: {:?} / {:?}; device free memory {} -> {} bytes",
+        before.iter().map(|b| b.1).collect::<Vec<_>>(),
+        after.iter().map(|b| b.1).collect::<Vec<_>>(),
+        free_before,
+        free_after
+    );
+    assert_eq!(addresses(&before), addresses(&after), "device buffers moved");
+    assert!(!after.is_empty() && after.iter().all(|(t, _)| t.len() == 5), "3 inputs and 2 outputs bound per session");
+    // Repeating shapes seen in warm-up rebinds only where consecutive batches differ in shape.
+    assert_eq!(free_before, free_after, "device memory was allocated after warm-up");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU and the onnxruntime-gpu library (ORT_DYLIB_PATH)"]
+fn cuda_graphs_replay_the_bucket_of_each_batch() {
+    let texts = texts();
+    let plain = backend("model.onnx", Provider::Cuda { device: 0 }, 0);
+    let graphs = backend("model.onnx", Provider::Cuda { device: 0 }, 32);
+    assert_eq!(graphs.sequence_multiple(), 8);
+    // Batches of 1, 3, 5 and 8 rows (buckets 1, 4, 8, 8) at several lengths, twice:
+    // the second pass replays graphs captured in the first.
+    for batch in [1, 3, 5, 8, 3, 1] {
+        let (pl, pe) = outputs(plain.clone(), &texts, batch);
+        let (gl, ge) = outputs(graphs.clone(), &texts, batch);
+        let (dl, de) = (max_diff(&gl, &pl), max_diff(&ge, &pe));
+        println!("batch {batch}: CUDA graphs vs plain CUDA: logits {dl:.3e}, embeddings {de:.3e}");
+        assert!(dl <= 1e-4 && de <= 1e-4, "batch {batch}: {dl} {de}");
+    }
+    let bound = graphs.bindings();
+    let shapes: Vec<Vec<usize>> = bound[0].0.iter().filter(|t| !t.output).map(|t| t.shape.clone()).collect();
+    assert!(shapes.iter().all(|s| s[0].is_power_of_two() && s[1] % 8 == 0), "bucket shapes: {shapes:?}");
+}

@@ -1,0 +1,254 @@
+//! ONNX Runtime on CUDA with device-resident I/O: one session's staging.
+//!
+//! Per session: one CUDA stream, given to ONNX Runtime as its compute
+//! stream, so the upload, the model and the download are ordered on it with
+//! no host wait between them; pinned host buffers that the tokenizer writes
+//! into; device buffers for every input and output, sized once for the
+//! largest batch and sequence and bound to the session by address (IO
+//! binding). A batch is one upload per input, one run, one download per
+//! output of the batch's real rows only, and one host wait (reading the
+//! first output). Nothing is allocated per batch once every shape has been
+//! seen: a binding whose address and shape are unchanged is not redone, and
+//! the addresses never change ([`CudaStaging::bound`] is what the tests read).
+//!
+//! With CUDA graphs (opt-in), a batch of at most `graph_max_batch` rows runs
+//! at its bucket's shape ([`super::buckets`]): the rows are padded up to the
+//! batch bucket (padding rows zeroed: no attention, outputs dropped) and the
+//! bucket's graph, captured by ONNX Runtime on its first runs, is replayed.
+
+use ndarray::{ArrayViewD, IxDyn};
+use trt_cuda::{Device, Element, Stream};
+use trt_onnx::runtime::{BoundTensor, CudaOptions, ElementType, IoBinding, Provider, Session, SessionOptions, TensorInfo};
+
+use super::buckets;
+use super::staging::{Floats, Staged, Tokens};
+use super::{Fill, OutputView, Outputs, Read};
+use crate::{EncodedBatch, Error, InputSpec, ModelLayout, Result, TokenBuffer};
+
+/// How each dimension of an output follows the batch's shape.
+#[derive(Debug, Clone, Copy)]
+enum Dim {
+    Batch,
+    Seq,
+    Fixed(usize),
+}
+
+struct Output {
+    name: String,
+    dims: Vec<Dim>,
+    staged: Floats,
+    shape: Vec<usize>,
+}
+
+/// One CUDA session with its stream, binding and buffers. Fields drop in
+/// order: the session and its binding before the buffers they address, the
+/// stream last.
+pub(crate) struct CudaStaging {
+    session: Session,
+    binding: IoBinding,
+    inputs: Vec<(InputSpec, Tokens)>,
+    outputs: Vec<Output>,
+    graph_max_batch: usize,
+    max_batch: usize,
+    stream: Stream,
+}
+
+impl CudaStaging {
+    /// A session over `path` on `device`, with buffers for `layout`; `None`
+    /// (with the reason) where an output's shape cannot be told from the
+    /// batch's (a dimension tied to neither batch nor sequence).
+    pub(crate) fn new(
+        path: &std::path::Path,
+        base: &SessionOptions,
+        device_index: u32,
+        layout: &ModelLayout,
+        graph_max_batch: usize,
+    ) -> Result<std::result::Result<Self, String>> {
+        let device = Device::new(device_index as usize)?;
+        let stream = Stream::new(&device)?;
+        let mut options = base.clone();
+        options.provider = Provider::Cuda { device: device_index };
+        // SAFETY: the stream belongs to the device's primary context and is
+        // dropped after the session (field order above).
+        let mut cuda = CudaOptions::default();
+        cuda.graphs = graph_max_batch > 0;
+        options.cuda = unsafe { cuda.with_stream(stream.as_raw().cast()) };
+        let session = Session::from_file(path, &options)?;
+        let (batch_sym, seq_sym) = symbols(session.inputs());
+        let mut outputs = Vec::new();
+        for spec in &layout.outputs {
+            let Some(info) = session.outputs().iter().find(|t| t.name == spec.name) else { continue };
+            let mut dims = Vec::with_capacity(info.shape.len());
+            for (i, &d) in info.shape.iter().enumerate() {
+                let sym = info.symbols.get(i).map(String::as_str).unwrap_or("");
+                dims.push(match d {
+                    d if d >= 0 => Dim::Fixed(d as usize),
+                    _ if !sym.is_empty() && sym == batch_sym => Dim::Batch,
+                    _ if !sym.is_empty() && sym == seq_sym => Dim::Seq,
+                    _ => return Ok(Err(format!("output '{}' dimension {i} ('{sym}') follows neither batch nor sequence", spec.name))),
+                });
+            }
+            let len = elements(&dims, layout.max_batch, layout.max_seq);
+            let staged = match info.element {
+                ElementType::F32 => Floats::F32(Staged::new(&device, &stream, len)?),
+                ElementType::F16 => Floats::F16(Staged::new(&device, &stream, len)?),
+                _ => Floats::BF16(Staged::new(&device, &stream, len)?),
+            };
+            outputs.push(Output { name: spec.name.clone(), dims, staged, shape: Vec::new() });
+        }
+        let tokens = layout.max_batch * layout.max_seq;
+        let mut inputs = Vec::new();
+        for spec in &layout.inputs {
+            let t = match spec.dtype {
+                crate::ElementType::I64 => Tokens::I64(Staged::new(&device, &stream, tokens)?),
+                _ => Tokens::I32(Staged::new(&device, &stream, tokens)?),
+            };
+            inputs.push((spec.clone(), t));
+        }
+        let binding = session.io_binding()?;
+        Ok(Ok(CudaStaging { session, binding, inputs, outputs, graph_max_batch, max_batch: layout.max_batch, stream }))
+    }
+
+    /// The tensors bound now (addresses and shapes).
+    pub(crate) fn bound(&self) -> Vec<BoundTensor> {
+        self.binding.bound().cloned().collect()
+    }
+
+    /// Bindings made so far (stops growing once every shape has been seen).
+    pub(crate) fn rebinds(&self) -> u64 {
+        self.binding.rebinds()
+    }
+
+    /// One batch: fill the pinned inputs, upload, run, download the real rows, read.
+    pub(crate) fn run(&mut self, layout_check: &ModelLayout, fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {
+        let CudaStaging { session, binding, inputs, outputs, graph_max_batch, max_batch, stream } = self;
+        let layout = {
+            let mut batch = EncodedBatch::new();
+            for (spec, t) in inputs.iter_mut() {
+                let buf: TokenBuffer<'_> = match t {
+                    Tokens::I32(s) => s.host.as_mut_slice()?.into(),
+                    Tokens::I64(s) => s.host.as_mut_slice()?.into(),
+                };
+                batch.bind(spec.clone(), buf)?;
+            }
+            fill(&mut batch)?
+        };
+        layout_check.check_batch(layout.batch, layout.seq_len)?;
+        let (rows, seq) = (layout.batch, layout.seq_len);
+        let (run_rows, graph) = if rows <= *graph_max_batch {
+            let bucket = buckets::batch_bucket(rows, *max_batch);
+            (bucket, Some(buckets::graph_id(bucket, seq)))
+        } else {
+            (rows, None)
+        };
+        let (real, total) = (rows * seq, run_rows * seq);
+        for (spec, t) in inputs.iter_mut() {
+            // Padding rows: zeros (no attention), their outputs are dropped.
+            let shape = [run_rows, seq];
+            match t {
+                Tokens::I32(s) => stage_input(s, binding, &spec.name, ElementType::I32, real, total, &shape, stream)?,
+                Tokens::I64(s) => stage_input(s, binding, &spec.name, ElementType::I64, real, total, &shape, stream)?,
+            }
+        }
+        for o in outputs.iter_mut() {
+            let shape = resolve(&o.dims, run_rows, seq);
+            // SAFETY: each device buffer holds the output at the largest batch
+            // and sequence, lives as long as the binding, and is used only on `stream`.
+            unsafe {
+                match &mut o.staged {
+                    Floats::F32(s) => bind_output(s, binding, &o.name, ElementType::F32, &shape, stream)?,
+                    Floats::F16(s) => bind_output(s, binding, &o.name, ElementType::F16, &shape, stream)?,
+                    Floats::BF16(s) => bind_output(s, binding, &o.name, ElementType::BF16, &shape, stream)?,
+                }
+            }
+        }
+        // Enqueued on `stream` after the uploads; the downloads below follow it there.
+        session.run_bound(binding, graph)?;
+        for o in outputs.iter_mut() {
+            o.shape.clear();
+            o.shape.extend(resolve(&o.dims, rows, seq));
+            let n: usize = o.shape.iter().product();
+            match &mut o.staged {
+                Floats::F32(s) => s.device.copy_to_pinned_n(&mut s.host, n, stream)?,
+                Floats::F16(s) => s.device.copy_to_pinned_n(&mut s.host, n, stream)?,
+                Floats::BF16(s) => s.device.copy_to_pinned_n(&mut s.host, n, stream)?,
+            }
+        }
+        let mut views = Outputs::new();
+        for o in outputs.iter() {
+            let n: usize = o.shape.iter().product();
+            let view = match &o.staged {
+                Floats::F32(s) => OutputView::F32(view(&s.host.as_slice()?[..n], &o.shape)?),
+                Floats::F16(s) => OutputView::F16(view(&s.host.as_slice()?[..n], &o.shape)?),
+                Floats::BF16(s) => OutputView::BF16(view(&s.host.as_slice()?[..n], &o.shape)?),
+            };
+            views.push(o.name.as_str(), view);
+        }
+        read(&layout, &views)
+    }
+}
+
+/// Zeroes the padding rows, uploads the rows that run and binds the device buffer.
+#[allow(clippy::too_many_arguments)]
+fn stage_input<T: Element + Default>(
+    s: &mut Staged<T>,
+    binding: &mut IoBinding,
+    name: &str,
+    element: ElementType,
+    real: usize,
+    total: usize,
+    shape: &[usize],
+    stream: &Stream,
+) -> Result<()> {
+    if total > real {
+        s.host.as_mut_slice()?[real..total].fill(T::default());
+    }
+    s.device.copy_from_pinned_n(&mut s.host, total, stream)?;
+    let guard = s.device.device_ptr(stream)?;
+    // SAFETY: the device buffer holds `total` elements at the largest batch,
+    // lives as long as the binding and is used only on `stream`; the guard
+    // orders the run after the upload.
+    unsafe { binding.bind_input(name, element, guard.address(), shape)? };
+    Ok(())
+}
+
+/// # Safety
+/// `s.device` must outlive the binding (the staging's field order).
+unsafe fn bind_output<T: Element>(
+    s: &mut Staged<T>,
+    binding: &mut IoBinding,
+    name: &str,
+    element: ElementType,
+    shape: &[usize],
+    stream: &Stream,
+) -> Result<()> {
+    let guard = s.device.device_ptr(stream)?;
+    // SAFETY: forwarded to the caller.
+    unsafe { binding.bind_output(name, element, guard.address(), shape)? };
+    Ok(())
+}
+
+/// The symbolic names of the batch and sequence dimensions of the token inputs.
+fn symbols(inputs: &[TensorInfo]) -> (&str, &str) {
+    let first = inputs.iter().find(|t| t.shape.len() == 2);
+    let sym = |i: usize| first.and_then(|t| t.symbols.get(i)).map(String::as_str).unwrap_or("");
+    (sym(0), sym(1))
+}
+
+fn resolve(dims: &[Dim], batch: usize, seq: usize) -> Vec<usize> {
+    dims.iter()
+        .map(|d| match d {
+            Dim::Batch => batch,
+            Dim::Seq => seq,
+            Dim::Fixed(n) => *n,
+        })
+        .collect()
+}
+
+fn elements(dims: &[Dim], batch: usize, seq: usize) -> usize {
+    resolve(dims, batch, seq).iter().product::<usize>().max(1)
+}
+
+fn view<'a, T>(data: &'a [T], shape: &[usize]) -> Result<ArrayViewD<'a, T>> {
+    ArrayViewD::from_shape(IxDyn(shape), data).map_err(|e| Error::InvalidConfig(format!("output of shape {shape:?}: {e}")))
+}
