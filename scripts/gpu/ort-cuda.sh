@@ -4,9 +4,9 @@
 #
 # What travels (64 MiB a call), packed here beforehand:
 #   call 1: .gpu/minilm-f16 (scripts/gpu/pack_weights_f16.py) and .gpu/ort-a;
-#   call 2: .gpu/ort-b;
-#   call 3: .gpu/bins (xz'd stripped release binaries: trt, serve_load,
-#           onnx_cuda and nlp_cuda test binaries, the ort_cuda bench).
+#   call 2: .gpu/ort-b and .gpu/bins with the onnx_cuda and nlp_cuda test
+#           binaries and the ort_cuda bench (xz'd, stripped, release);
+#   call 3: .gpu/bins with trt and serve_load.
 # ort-a + ort-b is a tar.xz of the PyPI onnxruntime-gpu 1.31.1 wheel's
 # `onnxruntime` package without the TensorRT provider library; its CUDA
 # provider library has the cubins of GPUs other than sm_90 zeroed (the H200
@@ -14,11 +14,13 @@
 # of the whole: ORT_SHA256 below.
 #
 # 1: builds the default model (FP32 and FP16, from the FP16-stored weights) and
-#    records the GPU; 2: reassembles ONNX Runtime, checks it, and runs the
-#    Python baseline once; 3: the GPU tests, the model-only bench (Rust vs
-#    Python), and serve_load on the GPU. Logs under $OUT.
+#    records the GPU; 2: reassembles ONNX Runtime, checks it, runs the GPU
+#    tests, the model-only bench (Rust vs Python onnxruntime-gpu) and the
+#    CUDA tests under compute-sanitizer; 3: serve_load on the GPU. Logs under $OUT.
+# The script runs from scripts/gpu/ or from a copy in .gpu/.
 set -uo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+case "$HERE" in */.gpu) ROOT=$(dirname "$HERE") ;; *) ROOT=$(cd "$HERE/../.." && pwd) ;; esac
 cd "$ROOT"
 : "${OUT:?set OUT to the folder the logs go to}"
 source "$ROOT/scripts/gpu/lib.sh"
@@ -33,6 +35,8 @@ export ORT_DYLIB_PATH=$SITE/onnxruntime/capi/libonnxruntime.so.1.31.1
 export PYTHONPATH=$SITE
 export PYTHONUNBUFFERED=1
 export RUST_LOG=${RUST_LOG:-info}
+PYBENCH=$ROOT/benches/ort_cuda_python.py
+[ -f "$PYBENCH" ] || PYBENCH=$ROOT/.gpu/ort_cuda_python.py
 
 case "${1:?step 1, 2 or 3}" in
 1)
@@ -48,19 +52,25 @@ case "${1:?step 1, 2 or 3}" in
   mkdir -p "$SITE"
   python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$W/ort.tar.xz" "$SITE" || exit 1
   python3 -c 'import onnxruntime as o; print(o.__version__, o.__file__, o.get_available_providers())' | tee "$OUT/python_ort.txt"
-  python3 benches/ort_cuda_python.py "$DEPS/models/minilm/model_fp16.onnx" --batches 1,32,256 --runs 50 2>&1 | tee "$OUT/python_preview.log"
-  ;;
-3)
-  bins=(trt serve_load onnx_cuda nlp_cuda ort_cuda)
+  bins=(onnx_cuda nlp_cuda ort_cuda)
   unpack .gpu/bins "$W/bin" "${bins[@]}" || exit 1
   {
     echo "# $(date -u +%FT%TZ) ORT_DYLIB_PATH=$ORT_DYLIB_PATH"
     "$W/bin/onnx_cuda" --include-ignored --nocapture --test-threads 1
     "$W/bin/nlp_cuda" --include-ignored --nocapture --test-threads 1
   } > "$OUT/tests.log" 2>&1
-  grep -E "^test |test result|max abs diff|rebinds|CUDA graphs vs" "$OUT/tests.log"
-  ORT_CUDA_BENCH_SCRIPT=$ROOT/benches/ort_cuda_python.py BENCH_PYTHON=python3 "$W/bin/ort_cuda" > "$OUT/ort_cuda.log" 2>"$OUT/ort_cuda.stderr"
-  tail -n 30 "$OUT/ort_cuda.log"
+  grep -E "^test |test result|max abs diff|rebinds|CUDA graphs vs|panicked" "$OUT/tests.log"
+  ORT_CUDA_BENCH_SCRIPT=$PYBENCH BENCH_PYTHON=python3 timeout 300 "$W/bin/ort_cuda" > "$OUT/ort_cuda.log" 2>"$OUT/ort_cuda.stderr"
+  tail -n 32 "$OUT/ort_cuda.log"
+  # compute-sanitizer memcheck (leaks too) over the backend's CUDA tests, bounded.
+  SAN=/usr/local/cuda/bin/compute-sanitizer
+  timeout 200 "$SAN" --tool memcheck --leak-check full --error-exitcode 9 "$W/bin/nlp_cuda" --include-ignored --test-threads 1 \
+    cuda_fp32_matches_the_cpu bound_buffers > "$OUT/sanitizer.log" 2>&1
+  echo "compute-sanitizer exit $?"
+  grep -E "ERROR SUMMARY|LEAK SUMMARY|test result" "$OUT/sanitizer.log" | tail -n 5
+  ;;
+3)
+  unpack .gpu/bins "$W/bin" trt serve_load || exit 1
   # serve_load on the GPU: FP16 model folder, single-text requests.
   M16=$W/minilm16
   mkdir -p "$M16"

@@ -144,16 +144,19 @@ impl OrtBackend {
         self.cuda_device
     }
 
-    /// Per session on CUDA with IO binding: the tensors bound now and how many
-    /// bindings were made so far (both stop changing once every shape has
-    /// been seen: the device buffers are allocated once and never move).
-    /// Waits for a free session for each.
-    pub fn bindings(&self) -> Vec<(Vec<BoundTensor>, u64)> {
+    /// Per session on CUDA with IO binding: the tensors bound now, the bind
+    /// calls made so far and the ONNX Runtime values made so far (the last
+    /// stops growing once every shape has been seen; the device buffers are
+    /// allocated once and never move). Waits for a free session for each.
+    pub fn bindings(&self) -> Vec<(Vec<BoundTensor>, u64, u64)> {
         (0..self.pool.size())
             .filter_map(|_| {
                 let slot = self.pool.checkout();
                 match &*slot {
-                    Slot::Cuda(c) => Some((c.bound(), c.rebinds())),
+                    Slot::Cuda(c) => {
+                        let (rebinds, made) = c.rebinds();
+                        Some((c.bound(), rebinds, made))
+                    }
                     Slot::Host(_) => None,
                 }
             })

@@ -7,9 +7,10 @@
 //! largest batch and sequence and bound to the session by address (IO
 //! binding). A batch is one upload per input, one run, one download per
 //! output of the batch's real rows only, and one host wait (reading the
-//! first output). Nothing is allocated per batch once every shape has been
-//! seen: a binding whose address and shape are unchanged is not redone, and
-//! the addresses never change ([`CudaStaging::bound`] is what the tests read).
+//! first output). No device memory is allocated per batch, and once every
+//! shape has been seen no ONNX Runtime value either: a binding whose address
+//! and shape are unchanged is not redone, one seen before is reused, and the
+//! addresses never change ([`CudaStaging::bound`] is what the tests read).
 //!
 //! With CUDA graphs (opt-in), a batch of at most `graph_max_batch` rows runs
 //! at its bucket's shape ([`super::buckets`]): the rows are padded up to the
@@ -114,9 +115,10 @@ impl CudaStaging {
         self.binding.bound().cloned().collect()
     }
 
-    /// Bindings made so far (stops growing once every shape has been seen).
-    pub(crate) fn rebinds(&self) -> u64 {
-        self.binding.rebinds()
+    /// Bind calls so far, and ONNX Runtime values made so far (the second
+    /// stops growing once every shape has been seen).
+    pub(crate) fn rebinds(&self) -> (u64, u64) {
+        (self.binding.rebinds(), self.binding.values_made())
     }
 
     /// One batch: fill the pinned inputs, upload, run, download the real rows, read.

@@ -7,9 +7,11 @@
 //! input and output by address, element type and shape, and runs the
 //! session with [`Session::run_bound`](super::Session::run_bound). A binding
 //! whose address, type and shape are unchanged since the last call is left
-//! as it is, so batches of a shape seen before bind nothing new: the bound
-//! tensors ([`IoBinding::bound`]) keep their addresses across batches and
-//! [`IoBinding::rebinds`] stops growing after warm-up (what the tests check).
+//! as it is; one that changes to a (name, address, type, shape) seen before
+//! reuses the ONNX Runtime value made then (at most [`VALUE_CACHE`] kept), so
+//! once every shape has been seen no value is made at all:
+//! [`IoBinding::values_made`] stops growing after warm-up, and the bound
+//! tensors ([`IoBinding::bound`]) keep their addresses (what the tests check).
 //!
 //! The values are bound through ONNX Runtime's C API (`BindInput`,
 //! `BindOutput`, `RunWithBinding`) rather than `ort`'s `IoBinding` methods:
@@ -63,13 +65,20 @@ impl Held {
     }
 }
 
+/// Most ONNX Runtime values kept for reuse per binding (a shape bucket set of
+/// a few dozen shapes times five tensors fits; past it the cache starts over).
+pub const VALUE_CACHE: usize = 1024;
+
 /// Inputs and outputs of one CUDA session bound at device addresses. Made by
 /// [`Session::io_binding`](super::Session::io_binding).
 pub struct IoBinding {
     raw: ort::session::IoBinding,
     memory: MemoryInfo<'static>,
-    tensors: Vec<(BoundTensor, Held, CString)>,
+    /// What is bound now, by name (index into `cache`).
+    current: Vec<usize>,
+    cache: Vec<(BoundTensor, Held, CString)>,
     rebinds: u64,
+    made: u64,
     /// Run options per CUDA graph id (`None`: no graph), made once.
     runs: Vec<(Option<u32>, RunOptions)>,
     /// The session runs on ONNX Runtime's own stream: each run synchronises it.
@@ -78,7 +87,11 @@ pub struct IoBinding {
 
 impl std::fmt::Debug for IoBinding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IoBinding").field("bound", &self.bound().collect::<Vec<_>>()).field("rebinds", &self.rebinds).finish()
+        f.debug_struct("IoBinding")
+            .field("bound", &self.bound().collect::<Vec<_>>())
+            .field("rebinds", &self.rebinds)
+            .field("values_made", &self.made)
+            .finish()
     }
 }
 
@@ -91,7 +104,7 @@ impl IoBinding {
     pub(super) fn new(raw: ort::session::IoBinding, device: u32, own_stream: bool) -> Result<Self> {
         let memory = MemoryInfo::new(AllocationDevice::CUDA, device as i32, AllocatorType::Device, MemoryType::Default)
             .map_err(|e| Error::ort("describing CUDA memory", e))?;
-        Ok(IoBinding { raw, memory, tensors: Vec::new(), rebinds: 0, runs: Vec::new(), own_stream })
+        Ok(IoBinding { raw, memory, current: Vec::new(), cache: Vec::new(), rebinds: 0, made: 0, runs: Vec::new(), own_stream })
     }
 
     /// Binds input `name` to `shape` elements of `element` at device address `address`.
@@ -118,11 +131,52 @@ impl IoBinding {
 
     unsafe fn bind(&mut self, name: &str, output: bool, element: ElementType, address: u64, shape: &[usize]) -> Result<()> {
         let same = |b: &BoundTensor| b.name == name && b.output == output;
-        if let Some((b, _, _)) = self.tensors.iter().find(|(b, _, _)| same(b)) {
-            if b.element == element && b.address == address && b.shape == shape {
-                return Ok(());
-            }
+        let equal = |b: &BoundTensor| same(b) && b.element == element && b.address == address && b.shape == shape;
+        let now = self.current.iter().position(|&i| same(&self.cache[i].0));
+        if now.is_some_and(|k| equal(&self.cache[self.current[k]].0)) {
+            return Ok(());
         }
+        let index = match self.cache.iter().position(|(b, _, _)| equal(b)) {
+            Some(i) => i,
+            None => {
+                if self.cache.len() >= VALUE_CACHE {
+                    // Start over, keeping what is bound now (its values must stay alive).
+                    let mut old: Vec<Option<(BoundTensor, Held, CString)>> =
+                        std::mem::take(&mut self.cache).into_iter().map(Some).collect();
+                    for k in 0..self.current.len() {
+                        let i = std::mem::replace(&mut self.current[k], k);
+                        self.cache.push(old[i].take().expect("each cached value is bound under one name"));
+                    }
+                }
+                // SAFETY: forwarded to the caller.
+                let value = unsafe { self.make(name, output, element, address, shape)? };
+                self.cache.push(value);
+                self.made += 1;
+                self.cache.len() - 1
+            }
+        };
+        let (_, held, cname) = &self.cache[index];
+        let api = ort::api();
+        let bind = if output { api.BindOutput } else { api.BindInput };
+        // SAFETY: the binding, the name and the value are valid; ONNX Runtime
+        // keeps a reference to the value, which the cache holds while it is bound.
+        status(unsafe { bind(self.raw.ptr_mut(), cname.as_ptr(), held.ptr()) }, name)?;
+        match now {
+            Some(k) => self.current[k] = index,
+            None => self.current.push(index),
+        }
+        self.rebinds += 1;
+        Ok(())
+    }
+
+    unsafe fn make(
+        &self,
+        name: &str,
+        output: bool,
+        element: ElementType,
+        address: u64,
+        shape: &[usize],
+    ) -> Result<(BoundTensor, Held, CString)> {
         let err = |e: ort::Error| Error::Tensor { tensor: name.to_owned(), problem: format!("binding at {address:#x}: {e}") };
         let dims = Shape::new(shape.iter().map(|&d| d as i64));
         let data = address as usize as *mut ort::sys::c_void;
@@ -139,29 +193,24 @@ impl IoBinding {
             }
         };
         let cname = CString::new(name).map_err(|_| Error::Tensor { tensor: name.to_owned(), problem: "a NUL in the name".into() })?;
-        let api = ort::api();
-        let bind = if output { api.BindOutput } else { api.BindInput };
-        // SAFETY: the binding, the name and the value are valid; ONNX Runtime
-        // keeps a reference to the value, which `tensors` holds until it is
-        // bound again (below) or the binding is dropped.
-        status(unsafe { bind(self.raw.ptr_mut(), cname.as_ptr(), held.ptr()) }, name)?;
-        let record = BoundTensor { name: name.to_owned(), output, element, address, shape: shape.to_vec() };
-        match self.tensors.iter_mut().find(|(b, _, _)| same(b)) {
-            Some(slot) => *slot = (record, held, cname),
-            None => self.tensors.push((record, held, cname)),
-        }
-        self.rebinds += 1;
-        Ok(())
+        Ok((BoundTensor { name: name.to_owned(), output, element, address, shape: shape.to_vec() }, held, cname))
     }
 
     /// What is bound now, inputs and outputs.
     pub fn bound(&self) -> impl Iterator<Item = &BoundTensor> {
-        self.tensors.iter().map(|(b, _, _)| b)
+        self.current.iter().map(|&i| &self.cache[i].0)
     }
 
-    /// How many times a tensor was (re)bound since the binding was made.
+    /// How many times a tensor was (re)bound since the binding was made
+    /// (each a `BindInput`/`BindOutput` call, no allocation where the value was cached).
     pub fn rebinds(&self) -> u64 {
         self.rebinds
+    }
+
+    /// How many ONNX Runtime values were made (one per distinct name,
+    /// address and shape, while the cache holds them).
+    pub fn values_made(&self) -> u64 {
+        self.made
     }
 
     /// The run options for `graph` (made on first use): the CUDA graph id
