@@ -7,6 +7,12 @@
 //! Scores: `/predict` gives every label, best first, softmax scores (a sigmoid
 //! for a one-logit model); `/rerank` sorts the texts by the sigmoid of the
 //! pair's logit. `raw_scores` gives the logits instead.
+//!
+//! Embeddings are the model's `embedding` output, pooled and normalised as
+//! its folder says (sentence-transformers' `Normalize` module); `normalize:
+//! true` (the default) normalises again after `dimensions` cut them, and
+//! `normalize: false` returns that output as it is, so on a folder that
+//! normalises it stays unit length (TEI would return the raw pooled vector).
 
 use std::sync::Arc;
 
