@@ -78,6 +78,21 @@ fn mode_none_loads_everything_and_refuses_load_and_unload() {
         assert!(body.contains("model-control mode 'none'"), "{body}");
     }
     assert_eq!(request(&server.http, "POST", "/v2/models/a/infer", INFER).0, 200, "a still serves");
+    assert_eq!(request(&server.http, "POST", "/v2/models/a/infer", INFER).0, 200);
+
+    // The latency histograms agree with the success counter, end to end.
+    let (_, metrics) = request(&server.metrics, "GET", "/metrics", "");
+    let value = |prefix: &str| -> f64 {
+        let line = metrics.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix} in\n{metrics}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let success = value(r#"nv_inference_request_success{model="a",version="1"}"#);
+    assert_eq!(success, 2.0);
+    for phase in ["request", "queue", "compute_input", "compute_infer", "compute_output"] {
+        let name = format!("trt_serve_{phase}_latency_us");
+        assert_eq!(value(&format!(r#"{name}_count{{model="a",version="1"}}"#)), success, "{name}");
+        assert_eq!(value(&format!(r#"{name}_bucket{{model="a",version="1",le="+Inf"}}"#)), success, "{name}");
+    }
     stop(server);
 }
 

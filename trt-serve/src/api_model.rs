@@ -14,7 +14,6 @@
 //! `--auto-truncate`. Ready token ids are never cut.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use trt_nlp::{PairTruncation, TokenRow};
 
@@ -124,26 +123,20 @@ pub fn rows(served: &ServedVersion, items: &[Item<'_>], truncate: Truncate) -> S
 /// Runs `rows` on `served` through its dispatcher, counting the request in
 /// the version's metrics as KServe requests are counted, and under `route`.
 pub async fn run(service: &Service, served: &ServedVersion, route: &str, rows: Vec<TokenRow>) -> ServeResult<Ran> {
-    let started = Instant::now();
     let v = served.version.to_string();
-    let labels = [served.name.as_str(), v.as_str()];
-    let m = &service.metrics;
     let n = rows.len();
-    m.pending_requests.with_label_values(&labels).inc();
+    let in_flight = service.metrics.start(&served.name, &v, route);
     let result = served.dispatcher.run_rows(rows, 0, None).await;
-    m.pending_requests.with_label_values(&labels).dec();
-    let outcome = if result.is_ok() { "success" } else { "failure" };
-    m.route_requests.with_label_values(&[labels[0], labels[1], route, outcome]).inc();
     match &result {
-        Ok(ran) => {
-            m.request_success.with_label_values(&labels).inc();
-            m.inference_count.with_label_values(&labels).inc_by(n as u64);
-            m.exec_count.with_label_values(&labels).inc_by(ran.executions);
-            m.queue_duration_us.with_label_values(&labels).inc_by(ran.queue.as_micros() as u64);
-            m.compute_infer_duration_us.with_label_values(&labels).inc_by(ran.compute.as_micros() as u64);
-            m.request_duration_us.with_label_values(&labels).inc_by(started.elapsed().as_micros() as u64);
-        }
-        Err(e) => m.request_failure.with_label_values(&[labels[0], labels[1], e.failure_reason()]).inc(),
+        Ok(ran) => in_flight.finish(Ok(crate::metrics::Phases {
+            rows: n as u64,
+            executions: ran.executions,
+            queue: ran.queue,
+            compute_input: ran.tokenize,
+            compute_infer: ran.compute,
+            compute_output: std::time::Duration::ZERO,
+        })),
+        Err(e) => in_flight.finish(Err(e)),
     }
     result
 }

@@ -2,9 +2,26 @@
 //! dashboards work: counters of requests, inferences and executions, and
 //! cumulative microseconds per phase, labelled by `model` and `version`.
 //! `trt_serve_tokenize_duration_us` (not a Triton metric) is the time spent
-//! tokenizing inside the server, which Triton leaves to a Python ensemble.
+//! tokenizing inside the server, which Triton leaves to a Python ensemble
+//! (it is also `nv_inference_compute_input_duration_us`).
+//!
+//! Latency distributions are Prometheus histograms (Triton offers only
+//! summaries, `nv_inference_*_summary_us`, which cannot be added up across
+//! replicas): `trt_serve_{request,queue,compute_input,compute_infer,compute_output}_latency_us`,
+//! per model and version, successful requests only (so each histogram's
+//! count equals `nv_inference_request_success`).
+//!
+//! Failure reasons are Triton's: `REJECTED` (admission: overloaded, queue or
+//! inference timeout, not ready), `CANCELED` (the client went away before
+//! the answer), `BACKEND` (the backend failed), `OTHER` (the request was
+//! wrong). One [`InFlight`] per request records it all, including the
+//! pending-request gauge, however the request ends.
 
-use prometheus::{Encoder, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder};
+use std::time::{Duration, Instant};
+
+use prometheus::{Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder};
+
+use crate::error::ServeError;
 
 /// The server's metrics.
 #[derive(Debug)]
@@ -32,7 +49,122 @@ pub struct Metrics {
     /// per protocol route (`v2_infer`, `tei_embed`, `openai_embeddings`, ...),
     /// which all share the model's batches.
     pub route_requests: IntCounterVec,
+    /// `nv_inference_compute_input_duration_us`: preparing inputs (tokenizing), cumulative.
+    pub compute_input_duration_us: IntCounterVec,
+    /// `nv_inference_compute_output_duration_us`: building the response tensors, cumulative.
+    pub compute_output_duration_us: IntCounterVec,
+    /// The latency histograms, by phase.
+    pub latency: Latency,
 }
+
+/// `trt_serve_*_latency_us` histograms (microseconds).
+#[derive(Debug, Clone)]
+pub struct Latency {
+    /// End to end.
+    pub request: HistogramVec,
+    /// Waiting for a batch.
+    pub queue: HistogramVec,
+    /// Tokenizing.
+    pub compute_input: HistogramVec,
+    /// The backend.
+    pub compute_infer: HistogramVec,
+    /// Building the outputs.
+    pub compute_output: HistogramVec,
+}
+
+/// Bucket bounds in microseconds: 50 µs to 60 s, about 2.5x apart.
+const BUCKETS_US: [f64; 16] = [50.0, 100.0, 250.0, 500.0, 1e3, 2.5e3, 5e3, 1e4, 2.5e4, 5e4, 1e5, 2.5e5, 5e5, 1e6, 1e7, 6e7];
+
+fn histogram(registry: &Registry, name: &str, help: &str) -> HistogramVec {
+    let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(BUCKETS_US.to_vec()), MV).expect("valid histogram");
+    registry.register(Box::new(h.clone())).expect("each name is registered once");
+    h
+}
+
+/// Where one successful request's time went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Phases {
+    /// Rows inferred.
+    pub rows: u64,
+    /// Batches run for it on the direct path (the scheduler counts its own).
+    pub executions: u64,
+    /// Waiting for a batch.
+    pub queue: Duration,
+    /// Tokenizing.
+    pub compute_input: Duration,
+    /// The backend.
+    pub compute_infer: Duration,
+    /// Building the outputs.
+    pub compute_output: Duration,
+}
+
+/// One request in flight: counted pending from [`Metrics::start`] until
+/// [`InFlight::finish`]; dropped unfinished (the client went away and its
+/// handler was cancelled) it counts as `CANCELED`.
+#[derive(Debug)]
+pub struct InFlight<'a> {
+    metrics: &'a Metrics,
+    labels: [String; 2],
+    route: &'a str,
+    started: Instant,
+    finished: bool,
+}
+
+fn us(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+impl InFlight<'_> {
+    /// Records the outcome.
+    pub fn finish(mut self, outcome: Result<Phases, &ServeError>) {
+        self.finished = true;
+        let m = self.metrics;
+        let l = [self.labels[0].as_str(), self.labels[1].as_str()];
+        m.pending_requests.with_label_values(&l).dec();
+        match outcome {
+            Ok(p) => {
+                let total = self.started.elapsed();
+                m.route_requests.with_label_values(&[l[0], l[1], self.route, "success"]).inc();
+                m.request_success.with_label_values(&l).inc();
+                m.inference_count.with_label_values(&l).inc_by(p.rows);
+                // With dynamic batching the scheduler counts executions (see Service::metrics_text).
+                m.exec_count.with_label_values(&l).inc_by(p.executions);
+                for (counter, histogram, d) in [
+                    (&m.request_duration_us, &m.latency.request, total),
+                    (&m.queue_duration_us, &m.latency.queue, p.queue),
+                    (&m.compute_input_duration_us, &m.latency.compute_input, p.compute_input),
+                    (&m.compute_infer_duration_us, &m.latency.compute_infer, p.compute_infer),
+                    (&m.compute_output_duration_us, &m.latency.compute_output, p.compute_output),
+                ] {
+                    counter.with_label_values(&l).inc_by(us(d));
+                    histogram.with_label_values(&l).observe(d.as_secs_f64() * 1e6);
+                }
+                m.tokenize_duration_us.with_label_values(&l).inc_by(us(p.compute_input));
+            }
+            Err(e) => self.failed(e.failure_reason()),
+        }
+    }
+
+    fn failed(&self, reason: &str) {
+        let m = self.metrics;
+        let l = [self.labels[0].as_str(), self.labels[1].as_str()];
+        m.route_requests.with_label_values(&[l[0], l[1], self.route, "failure"]).inc();
+        m.request_failure.with_label_values(&[l[0], l[1], reason]).inc();
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            let l = [self.labels[0].as_str(), self.labels[1].as_str()];
+            self.metrics.pending_requests.with_label_values(&l).dec();
+            self.failed("CANCELED");
+        }
+    }
+}
+
+/// Triton's failure reasons, in the order the statistics extension sums them.
+pub const FAILURE_REASONS: [&str; 4] = ["REJECTED", "CANCELED", "BACKEND", "OTHER"];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
     let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric name and labels");
@@ -104,8 +236,33 @@ impl Metrics {
                 "Number of inference requests per protocol route, by outcome (success or failure)",
                 &["model", "version", "route", "outcome"],
             ),
+            compute_input_duration_us: counter(
+                &r,
+                "nv_inference_compute_input_duration_us",
+                "Cumulative compute input duration in microseconds (does not include cached requests)",
+                MV,
+            ),
+            compute_output_duration_us: counter(
+                &r,
+                "nv_inference_compute_output_duration_us",
+                "Cumulative inference compute output duration in microseconds (does not include cached requests)",
+                MV,
+            ),
+            latency: Latency {
+                request: histogram(&r, "trt_serve_request_latency_us", "Inference request latency in microseconds, end to end"),
+                queue: histogram(&r, "trt_serve_queue_latency_us", "Time waiting for a batch in microseconds"),
+                compute_input: histogram(&r, "trt_serve_compute_input_latency_us", "Input preparation (tokenizing) in microseconds"),
+                compute_infer: histogram(&r, "trt_serve_compute_infer_latency_us", "Backend execution in microseconds"),
+                compute_output: histogram(&r, "trt_serve_compute_output_latency_us", "Output building in microseconds"),
+            },
             registry: r,
         }
+    }
+
+    /// A request to `model` `version` through `route` begins (pending until it ends).
+    pub fn start<'a>(&'a self, model: &str, version: &str, route: &'a str) -> InFlight<'a> {
+        self.pending_requests.with_label_values(&[model, version]).inc();
+        InFlight { metrics: self, labels: [model.to_string(), version.to_string()], route, started: Instant::now(), finished: false }
     }
 
     /// The Prometheus text exposition of every metric.
@@ -129,5 +286,58 @@ mod tests {
         assert!(text.contains("nv_inference_request_success{model=\"m\",version=\"1\"} 1"), "{text}");
         assert!(text.contains("nv_inference_request_failure{model=\"m\",reason=\"REJECTED\",version=\"1\"} 2"), "{text}");
         assert!(text.contains("# TYPE nv_inference_request_success counter"), "{text}");
+    }
+
+    /// The value of the sample line `name{labels...}` in `text`.
+    fn sample(text: &str, prefix: &str) -> f64 {
+        let line = text.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix} in {text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn histogram_buckets_add_up_to_the_counts_and_failures_carry_reasons() {
+        let m = Metrics::new();
+        let phases = |ms: u64| Phases {
+            rows: 2,
+            executions: 1,
+            queue: Duration::from_micros(ms * 300),
+            compute_input: Duration::from_micros(40),
+            compute_infer: Duration::from_millis(ms),
+            compute_output: Duration::from_micros(7),
+        };
+        for ms in [1, 3, 30, 300] {
+            m.start("m", "1", "v2_infer").finish(Ok(phases(ms)));
+        }
+        m.start("m", "1", "v2_infer").finish(Err(&ServeError::Unavailable("overloaded".into())));
+        m.start("m", "1", "v2_infer").finish(Err(&ServeError::Internal("backend".into())));
+        drop(m.start("m", "1", "v2_infer")); // the client went away
+        let text = m.render();
+        for phase in ["request", "queue", "compute_input", "compute_infer", "compute_output"] {
+            let name = format!("trt_serve_{phase}_latency_us");
+            let count = sample(&text, &format!("{name}_count{{"));
+            assert_eq!(count, 4.0, "{name}: one observation per successful request");
+            let buckets: Vec<(f64, f64)> = text
+                .lines()
+                .filter(|l| l.starts_with(&format!("{name}_bucket{{")))
+                .map(|l| {
+                    let le = l.split("le=\"").nth(1).unwrap().split('"').next().unwrap();
+                    (if le == "+Inf" { f64::INFINITY } else { le.parse().unwrap() }, l.rsplit(' ').next().unwrap().parse().unwrap())
+                })
+                .collect();
+            assert_eq!(buckets.len(), BUCKETS_US.len() + 1, "{name}: every bucket and +Inf");
+            assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1), "{name}: buckets are cumulative: {buckets:?}");
+            assert_eq!(buckets.last().unwrap().1, count, "{name}: +Inf holds every observation");
+        }
+        // compute_infer: 1 ms, 3 ms, 30 ms, 300 ms fall at the 1e3, 5e3, 5e4, 5e5 bounds.
+        let infer_le =
+            |le: &str| sample(&text, &format!("trt_serve_compute_infer_latency_us_bucket{{model=\"m\",version=\"1\",le=\"{le}\"}}"));
+        assert_eq!([infer_le("1000"), infer_le("5000"), infer_le("50000"), infer_le("500000")], [1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(sample(&text, "nv_inference_request_success{"), 4.0);
+        assert_eq!(sample(&text, "nv_inference_compute_infer_duration_us{"), 334_000.0);
+        assert_eq!(sample(&text, "nv_inference_compute_output_duration_us{"), 28.0);
+        for reason in ["REJECTED", "BACKEND", "CANCELED"] {
+            assert_eq!(sample(&text, &format!("nv_inference_request_failure{{model=\"m\",reason=\"{reason}\"")), 1.0, "{reason}");
+        }
+        assert_eq!(sample(&text, "nv_inference_pending_request_count{"), 0.0, "every ended request left the gauge");
     }
 }

@@ -8,7 +8,7 @@ use crate::config::ModelConfig;
 use crate::error::{ServeError, ServeResult};
 use crate::kserve::{classification, Elements, InferRequest, InferResponse, InputTensor, OutputData, OutputTensor, RequestedOutput};
 use crate::limits::Limits;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Phases, FAILURE_REASONS};
 use crate::repository::{IndexEntry, Repository};
 use crate::text_model::text_input;
 
@@ -29,8 +29,8 @@ pub struct Duration {
 }
 
 /// One version's statistics (the statistics extension), from the metrics.
-/// `compute_input` is tokenization; `compute_output` is not timed apart
-/// from `compute_infer` (its time is 0).
+/// `compute_input` is tokenization; `compute_output` is building the
+/// response tensors.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VersionStatistics {
     /// Model name.
@@ -53,7 +53,7 @@ pub struct VersionStatistics {
     pub compute_input: Duration,
     /// The backend.
     pub compute_infer: Duration,
-    /// Reading outputs (not timed apart).
+    /// Building the response tensors.
     pub compute_output: Duration,
 }
 
@@ -180,8 +180,7 @@ impl Service {
                 let l = [v.name.as_str(), version.as_str()];
                 let success = m.request_success.with_label_values(&l).get();
                 let us = |c: &prometheus::IntCounterVec| c.with_label_values(&l).get().saturating_mul(1000);
-                let failed =
-                    ["REJECTED", "BACKEND", "OTHER"].iter().map(|r| m.request_failure.with_label_values(&[l[0], l[1], r]).get()).sum();
+                let failed = FAILURE_REASONS.iter().map(|r| m.request_failure.with_label_values(&[l[0], l[1], r]).get()).sum();
                 VersionStatistics {
                     name: v.name.clone(),
                     version: version.clone(),
@@ -193,7 +192,7 @@ impl Service {
                     queue: Duration { count: success, ns: us(&m.queue_duration_us) },
                     compute_input: Duration { count: success, ns: us(&m.tokenize_duration_us) },
                     compute_infer: Duration { count: success, ns: us(&m.compute_infer_duration_us) },
-                    compute_output: Duration { count: success, ns: 0 },
+                    compute_output: Duration { count: success, ns: us(&m.compute_output_duration_us) },
                 }
             })
             .collect())
@@ -219,12 +218,10 @@ impl Service {
     /// Runs an inference request; `binary_outputs` says whether outputs go
     /// back in binary by default (HTTP: the request's `binary_data_output`).
     pub async fn infer(&self, name: &str, version: Option<&str>, request: InferRequest) -> ServeResult<InferResponse> {
-        let started = Instant::now();
         let served = self.repository.resolve(name, version)?;
         let v = served.version.to_string();
-        let labels = [name, v.as_str()];
-        let m = &self.metrics;
-        m.pending_requests.with_label_values(&labels).inc();
+        // Counted pending until it ends; CANCELED if the client goes away first.
+        let in_flight = self.metrics.start(name, &v, "v2_infer");
         let result = match self.repository.limits().infer_timeout {
             None => self.infer_on(&served, request).await,
             // Dropping the request on time-out frees its queue slot (the dispatcher's guards).
@@ -234,30 +231,25 @@ impl Service {
         };
         let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         served.last_inference_ms.store(now_ms, std::sync::atomic::Ordering::Relaxed);
-        m.pending_requests.with_label_values(&labels).dec();
-        let outcome = if result.is_ok() { "success" } else { "failure" };
-        m.route_requests.with_label_values(&[name, v.as_str(), "v2_infer", outcome]).inc();
         match &result {
-            Ok((_, rows, ran)) => {
-                m.request_success.with_label_values(&labels).inc();
-                m.inference_count.with_label_values(&labels).inc_by(*rows as u64);
-                // With dynamic batching the scheduler counts executions (see Service::metrics_text).
-                m.exec_count.with_label_values(&labels).inc_by(ran.executions);
-                m.queue_duration_us.with_label_values(&labels).inc_by(ran.queue.as_micros() as u64);
-                m.compute_infer_duration_us.with_label_values(&labels).inc_by(ran.compute.as_micros() as u64);
-                m.tokenize_duration_us.with_label_values(&labels).inc_by(ran.tokenize.as_micros() as u64);
-                m.request_duration_us.with_label_values(&labels).inc_by(started.elapsed().as_micros() as u64);
-            }
-            Err(e) => m.request_failure.with_label_values(&[name, v.as_str(), e.failure_reason()]).inc(),
+            Ok((_, rows, ran, output)) => in_flight.finish(Ok(Phases {
+                rows: *rows as u64,
+                executions: ran.executions,
+                queue: ran.queue,
+                compute_input: ran.tokenize,
+                compute_infer: ran.compute,
+                compute_output: *output,
+            })),
+            Err(e) => in_flight.finish(Err(e)),
         }
-        result.map(|(r, _, _)| r)
+        result.map(|(r, ..)| r)
     }
 
     async fn infer_on(
         &self,
         served: &crate::repository::ServedVersion,
         request: InferRequest,
-    ) -> ServeResult<(InferResponse, usize, crate::dispatch::Ran)> {
+    ) -> ServeResult<(InferResponse, usize, crate::dispatch::Ran, std::time::Duration)> {
         let config = &served.config;
         let texts = request_texts(config, request.inputs, self.repository.limits())?;
         // Which outputs, in which encoding, checked before any work is done.
@@ -266,6 +258,7 @@ impl Service {
         let wanted = wanted_outputs(&config.name, &request.outputs, request.binary_data_output, &exposed)?;
         let rows = texts.len();
         let ran = served.dispatcher.run(texts, request.priority, request.timeout_us).await?;
+        let building = Instant::now();
         let mut outputs = Vec::with_capacity(wanted.len());
         for (name, binary, classify) in wanted {
             let t = ran.tensors.iter().find(|t| t.name == name).expect("every exposed output was computed");
@@ -277,7 +270,7 @@ impl Service {
         }
         let response =
             InferResponse { model_name: config.name.clone(), model_version: served.version.to_string(), id: request.id, outputs };
-        Ok((response, rows, ran))
+        Ok((response, rows, ran, building.elapsed()))
     }
 }
 
