@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use trt_serve::config::{DataType, ModelConfig, Platform, TimeoutAction, VersionPolicy};
+use trt_serve::config::{DataType, InstanceKind, ModelConfig, Platform, TimeoutAction, VersionPolicy};
 
 const CLASSIFIER: &str = r#"
 name: "minilm"
@@ -48,10 +48,21 @@ fn triton_fields_are_typed() {
     assert_eq!(q.max_queue_size, 64);
     assert_eq!(c.instance_count, 3);
     assert_eq!(c.version_policy, VersionPolicy::Latest(2));
-    // `kind` and `optimization` are not used by trt serve: warned, not fatal.
-    assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
-    assert!(c.warnings.iter().any(|w| w.contains("'instance_group.kind'")), "{:?}", c.warnings);
+    // A group without a kind goes with the other's KIND_CPU.
+    assert_eq!((c.instance_kind, c.gpus.as_slice()), (InstanceKind::Cpu, &[][..]));
+    // `optimization` is not used by trt serve: warned, not fatal.
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
     assert!(c.warnings.iter().any(|w| w.contains("line 21") && w.contains("'optimization'")), "{:?}", c.warnings);
+}
+
+#[test]
+fn a_gpu_instance_group_names_its_kind_and_devices() {
+    let gpu = CLASSIFIER.replace("[ { count: 2 kind: KIND_CPU }, { count: 1 } ]", "[ { count: 4 kind: KIND_GPU gpus: [ 0 ] } ]");
+    let c = ModelConfig::parse(&gpu, "minilm").unwrap();
+    assert_eq!((c.instance_count, c.instance_kind, c.gpus.as_slice()), (4, InstanceKind::Gpu, &[0][..]));
+    let none = CLASSIFIER.replace("instance_group [ { count: 2 kind: KIND_CPU }, { count: 1 } ]\n", "");
+    let c = ModelConfig::parse(&none, "minilm").unwrap();
+    assert_eq!((c.instance_count, c.instance_kind), (1, InstanceKind::Auto));
 }
 
 #[test]
@@ -90,6 +101,13 @@ fn invalid_values_name_the_field_and_line() {
     assert!(error_for("preferred_batch_size: [ 8, 16 ]", "preferred_batch_size: [ 8, 64 ]")
         .contains("dynamic_batching.preferred_batch_size: 64 is larger than max_batch_size 32"));
     assert!(error_for("{ count: 1 }", "{ count: 0 }").contains("instance_group.count: 0 instances"));
+    let mixed = error_for("{ count: 1 }", "{ count: 1 kind: KIND_GPU }");
+    assert!(mixed.contains("instance_group.kind: KIND_GPU here but KIND_CPU on line"), "{mixed}");
+    assert!(
+        error_for("{ count: 1 }", "{ count: 1 kind: KIND_MODEL }").contains("'KIND_MODEL' is not served (KIND_AUTO, KIND_CPU or KIND_GPU)")
+    );
+    assert!(error_for("{ count: 2 kind: KIND_CPU }", "{ count: 2 kind: KIND_CPU gpus: [ 0 ] }")
+        .contains("instance_group.gpus: KIND_CPU instances take no gpus"));
     assert!(error_for("latest: { num_versions: 2 }", "newest: { }").contains("version_policy: 'newest' is not latest, all or specific"));
     assert!(error_for("onnxruntime_onnx", "pytorch_libtorch").contains("platform: 'pytorch_libtorch' is not served"));
     assert!(error_for("name: \"minilm\"", "name: \"other\"").contains("name: 'other' differs from the model folder 'minilm'"));

@@ -153,8 +153,12 @@ fn config_proto(c: &ModelConfig) -> proto::ModelConfig {
         instance_group: vec![ModelInstanceGroup {
             name: format!("{}_0", c.name),
             count: c.instance_count as i32,
-            gpus: Vec::new(),
-            kind: model_instance_group::Kind::Auto as i32,
+            gpus: c.gpus.iter().map(|&g| g as i32).collect(),
+            kind: match c.instance_kind {
+                crate::config::InstanceKind::Cpu => model_instance_group::Kind::Cpu,
+                crate::config::InstanceKind::Gpu => model_instance_group::Kind::Gpu,
+                _ => model_instance_group::Kind::Auto,
+            } as i32,
         }],
         scheduling_choice: batching,
     }

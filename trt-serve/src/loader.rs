@@ -8,10 +8,11 @@
 
 use std::path::Path;
 
+use trt_nlp::backend::onnxruntime::{cuda_device_count, Provider};
 use trt_nlp::backend::{BackendChoice, BackendOptions};
 use trt_nlp::{HelperOptions, ModelFolder};
 
-use crate::config::{ModelConfig, Platform};
+use crate::config::{InstanceKind, ModelConfig, Platform};
 use crate::error::{ServeError, ServeResult};
 use crate::repository::VersionLoader;
 use crate::text_model::{text_input, TextModel};
@@ -45,6 +46,13 @@ impl VersionLoader for NlpLoader {
         options.onnxruntime.sessions = config.instance_count;
         options.onnxruntime.max_batch = config.max_batch_size;
         options.contexts = config.instance_count;
+        if matches!(config.platform, Platform::OnnxRuntimeOnnx) {
+            options.onnxruntime.provider = match config.instance_kind {
+                InstanceKind::Auto => options.onnxruntime.provider,
+                InstanceKind::Cpu => Provider::Cpu,
+                InstanceKind::Gpu => Provider::Cuda { device: gpu_of(config)? },
+            };
+        }
         let choice = match config.platform {
             Platform::TensorRtPlan => BackendChoice::TensorRt,
             Platform::OnnxRuntimeOnnx => BackendChoice::OnnxRuntime,
@@ -61,5 +69,21 @@ impl VersionLoader for NlpLoader {
         }
         let pipeline = self.tokenizer.pipeline(&folder.tokenizer, &*backend).map_err(|e| ServeError::invalid(e.to_string()))?;
         TextModel::new(config, backend, pipeline, folder.labels, folder.pooling, folder.normalize)
+    }
+}
+
+/// The GPU of a `KIND_GPU` instance group: the one listed in `gpus`, or the
+/// only one the driver reports where none is listed (Triton's "all GPUs").
+fn gpu_of(config: &ModelConfig) -> ServeResult<u32> {
+    let name = &config.name;
+    match config.gpus.as_slice() {
+        [device] => Ok(*device),
+        [] => match cuda_device_count() {
+            Ok(1) => Ok(0),
+            Ok(0) => Err(ServeError::Unavailable(format!("model '{name}': KIND_GPU, but the CUDA driver reports no GPU"))),
+            Ok(n) => Err(ServeError::invalid(format!("model '{name}': KIND_GPU on a machine with {n} GPUs: list the one to use in gpus"))),
+            Err(e) => Err(ServeError::Unavailable(format!("model '{name}': KIND_GPU: {e}"))),
+        },
+        several => Err(ServeError::invalid(format!("model '{name}': gpus {several:?}: one GPU per model is served"))),
     }
 }

@@ -22,7 +22,7 @@ use crate::backend::{Backend, Fill, OutputView, Outputs, Read};
 use crate::layout::OutputSpec;
 use crate::{ElementType, EncodedBatch, Error, InputRole, InputSpec, ModelLayout, Result};
 
-pub use trt_onnx::runtime::{BoundTensor, Optimization, Provider};
+pub use trt_onnx::runtime::{cuda_device_count, BoundTensor, Optimization, Provider};
 
 /// How the ONNX Runtime backend runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,7 @@
 //! | `input` | `{ name: "text" data_type: TYPE_STRING dims: [ 1 ] }` makes a text model |
 //! | `output` | the engine's outputs to expose, plus `embedding` (pooled, L2-normalised) |
 //! | `dynamic_batching` | `preferred_batch_size`, `max_queue_delay_microseconds`, `priority_levels`, `default_priority_level`, `default_queue_policy` |
-//! | `instance_group` | the sum of `count`: how many batches run at once |
+//! | `instance_group` | the sum of `count`: how many batches run at once; `kind` (`KIND_AUTO`, `KIND_CPU`, `KIND_GPU`) and `gpus`: where ONNX Runtime runs them |
 //! | `version_policy` | `latest { num_versions }`, `all { }`, `specific { versions }` |
 
 pub mod text_format;
@@ -109,6 +109,30 @@ impl Default for QueuePolicy {
     }
 }
 
+/// `instance_group.kind`: where a model's instances run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum InstanceKind {
+    /// `KIND_AUTO` (or no kind): the backend decides (a GPU where one is usable).
+    #[default]
+    Auto,
+    /// `KIND_CPU`.
+    Cpu,
+    /// `KIND_GPU`: on the GPUs of `gpus` (all the driver reports where none is listed).
+    Gpu,
+}
+
+impl InstanceKind {
+    /// Triton's name of the kind.
+    pub fn triton_name(self) -> &'static str {
+        match self {
+            InstanceKind::Auto => "KIND_AUTO",
+            InstanceKind::Cpu => "KIND_CPU",
+            InstanceKind::Gpu => "KIND_GPU",
+        }
+    }
+}
+
 /// `dynamic_batching`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DynamicBatching {
@@ -166,6 +190,10 @@ pub struct ModelConfig {
     pub dynamic_batching: Option<DynamicBatching>,
     /// Batches that may run at once (sum of `instance_group` counts; 1 by default).
     pub instance_count: usize,
+    /// Where the instances run (`instance_group.kind`; every group must agree).
+    pub instance_kind: InstanceKind,
+    /// The GPUs listed in `instance_group.gpus` (empty: none listed).
+    pub gpus: Vec<u32>,
     /// Which versions are served.
     pub version_policy: VersionPolicy,
     /// Fields that were ignored, one line each (logged at load).
@@ -195,6 +223,8 @@ impl ModelConfig {
         let mut dynamic_batching = None;
         let mut instance_count = 0usize;
         let mut saw_instance_group = false;
+        let mut instance_kind: Option<(InstanceKind, usize)> = None;
+        let mut gpus: Vec<u32> = Vec::new();
         let mut version_policy = VersionPolicy::Latest(1);
         for f in &root.fields {
             match f.name.as_str() {
@@ -207,7 +237,25 @@ impl ModelConfig {
                 "dynamic_batching" => dynamic_batching = Some(cx.dynamic_batching(f)?),
                 "instance_group" => {
                     saw_instance_group = true;
-                    instance_count += cx.instance_group(f)?;
+                    let (count, kind, group_gpus) = cx.instance_group(f)?;
+                    instance_count += count;
+                    match instance_kind {
+                        // A group without a kind (KIND_AUTO) goes with any other.
+                        _ if kind == InstanceKind::Auto => {}
+                        Some((k, line)) if k != kind && k != InstanceKind::Auto => {
+                            return Err(err(
+                                f.line,
+                                "instance_group.kind",
+                                format!("{} here but {} on line {line}: one kind per model", kind.triton_name(), k.triton_name()),
+                            ))
+                        }
+                        _ => instance_kind = Some((kind, f.line)),
+                    }
+                    for g in group_gpus {
+                        if !gpus.contains(&g) {
+                            gpus.push(g);
+                        }
+                    }
                 }
                 "version_policy" => version_policy = cx.version_policy(f)?,
                 _ => cx.unknown("", f),
@@ -273,6 +321,8 @@ impl ModelConfig {
             outputs,
             dynamic_batching,
             instance_count,
+            instance_kind: instance_kind.map(|(k, _)| k).unwrap_or_default(),
+            gpus,
             version_policy,
             warnings: cx.warnings,
         })
@@ -434,9 +484,9 @@ impl Cx {
         Ok(db)
     }
 
-    fn instance_group(&mut self, f: &Field) -> Result<usize, ConfigError> {
+    fn instance_group(&mut self, f: &Field) -> Result<(usize, InstanceKind, Vec<u32>), ConfigError> {
         let m = self.message(f, "instance_group")?;
-        let mut count = 1;
+        let (mut count, mut kind, mut gpus) = (1, InstanceKind::Auto, Vec::new());
         for g in &m.fields {
             match g.name.as_str() {
                 "count" => {
@@ -445,10 +495,28 @@ impl Cx {
                         return Err(err(g.line, "instance_group.count", "0 instances cannot run anything".into()));
                     }
                 }
+                "kind" => {
+                    kind = match self.ident(g, "instance_group.kind")?.as_str() {
+                        "KIND_AUTO" => InstanceKind::Auto,
+                        "KIND_CPU" => InstanceKind::Cpu,
+                        "KIND_GPU" => InstanceKind::Gpu,
+                        other => {
+                            return Err(err(
+                                g.line,
+                                "instance_group.kind",
+                                format!("'{other}' is not served (KIND_AUTO, KIND_CPU or KIND_GPU)"),
+                            ))
+                        }
+                    }
+                }
+                "gpus" => gpus.push(self.uint(g, "instance_group.gpus", u32::MAX as u64)? as u32),
                 _ => self.unknown("instance_group.", g),
             }
         }
-        Ok(count)
+        if !gpus.is_empty() && kind == InstanceKind::Cpu {
+            return Err(err(m.fields[0].line, "instance_group.gpus", "KIND_CPU instances take no gpus".into()));
+        }
+        Ok((count, kind, gpus))
     }
 
     fn version_policy(&mut self, f: &Field) -> Result<VersionPolicy, ConfigError> {
