@@ -17,7 +17,7 @@ use support::default_model;
 use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
 use trt_nlp::backend::Backend;
 use trt_nlp::batching::{BatchingConfig, Handle, Request, Response, Scheduler};
-use trt_nlp::{Embedder, EncodedBatch, HelperOptions, Pooling, TokenizerPipeline};
+use trt_nlp::{Embedder, EncodedBatch, Head, HelperOptions, Pooling, Selection, TextModel, TokenizerPipeline};
 
 const TOLERANCE: f32 = 1e-4;
 
@@ -123,4 +123,64 @@ fn many_threads_and_async_tasks_get_the_outputs_of_unbatched_calls() {
         let d = pooled.iter().zip(direct.row(i)).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
         assert!(d < TOLERANCE, "mean pooling of row {i} differs from the Embedder's by {d}");
     }
+}
+
+/// A request that selects pooled outputs gets pooled rows back from the
+/// workers (no hidden states leave the scheduler), equal to the text
+/// model's own `embed` and `classify`; requests without a selection in the
+/// same batches still get every raw output. A selection made for another
+/// model is refused at submit, typed.
+#[test]
+fn a_request_that_selects_pooled_outputs_gets_pooled_rows() {
+    let backend: Arc<dyn Backend> = Arc::new(
+        OrtBackend::new(default_model("model.onnx"), &OrtBackendOptions { sessions: 2, intra_threads: 1, ..Default::default() }).unwrap(),
+    );
+    let pipeline = HelperOptions { threads: Some(1), ..Default::default() }.pipeline(&default_model("tokenizer.json"), &*backend).unwrap();
+    let model = TextModel::new(backend.clone(), pipeline, Head::default());
+    let texts = texts();
+    let embeddings = model.embed(&texts).unwrap();
+    let classes = model.classify(&texts, 1).unwrap();
+
+    let mut config = BatchingConfig::default();
+    config.max_batch_size = 16;
+    config.max_queue_delay = Duration::from_millis(20);
+    let scheduler = Scheduler::new(backend.clone(), model.pipeline().clone(), config).unwrap();
+    let pooled = Arc::new(model.select(&["embedding", "logits"]).unwrap());
+    let handles: Vec<(Handle, Handle)> = texts
+        .chunks(3)
+        .map(|chunk| {
+            let selected = scheduler.submit(Request::texts(chunk.to_vec()).select(pooled.clone())).unwrap();
+            let raw = scheduler.submit(Request::texts(chunk.to_vec())).unwrap();
+            (selected, raw)
+        })
+        .collect();
+    let mut worst = 0f32;
+    for (c, (selected, raw)) in handles.into_iter().enumerate() {
+        let selected = selected.wait().unwrap();
+        for (k, row) in selected.rows().iter().enumerate() {
+            let i = c * 3 + k;
+            let names: Vec<&str> = row.outputs.iter().map(|(n, _)| n.as_str()).collect();
+            assert_eq!(names, ["embedding", "logits"]);
+            let e = row.output("embedding").unwrap();
+            assert_eq!(e.shape(), [384]);
+            let d = e.iter().zip(embeddings.row(i)).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+            let l = row.output("logits").unwrap();
+            let d = l.iter().zip(&classes[i].logits).map(|(a, b)| (a - b).abs()).fold(d, f32::max);
+            assert!(d < TOLERANCE, "row {i}: pooled rows differ from the text model's by {d}");
+            worst = worst.max(d);
+        }
+        let stacked = selected.stacked().unwrap();
+        assert_eq!(stacked[0].shape, [selected.rows().len(), 384]);
+        assert_eq!(stacked[1].shape, [selected.rows().len(), 2]);
+        let raw = raw.wait().unwrap();
+        assert!(raw.rows()[0].output("last_hidden_state").is_some() && raw.rows()[0].output("embedding").is_none());
+    }
+    println!("pooled rows from the scheduler vs TextModel::embed/classify: max abs diff {worst:.2e}");
+
+    let mut other = backend.layout().clone();
+    other.outputs[0].name = "not_this_model".into();
+    let foreign = Arc::new(Selection::raw(&other));
+    let e = scheduler.submit(Request::text("x").select(foreign)).unwrap_err();
+    assert!(matches!(e, trt_nlp::batching::SubmitError::Invalid(_)), "{e:?}");
+    scheduler.shutdown();
 }

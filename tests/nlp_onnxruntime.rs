@@ -11,7 +11,7 @@ use std::sync::Arc;
 use support::{default_model, max_abs_diff, reference, reference_rows, reference_texts};
 use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
 use trt_nlp::backend::{Backend, BackendChoice, BackendOptions};
-use trt_nlp::{Classifier, Embedder, Error, HelperOptions, ModelFolder, Pooling};
+use trt_nlp::{Classifier, Embedder, Error, HelperOptions, ModelFolder, Pooling, TextModel};
 
 fn ort(file: &str, options: &OrtBackendOptions) -> Arc<dyn Backend> {
     Arc::new(OrtBackend::new(default_model(file), options).unwrap())
@@ -106,6 +106,48 @@ fn a_model_folder_opens_with_backend_auto() {
         Embedder::open(default_model("model_fp16.onnx"), BackendChoice::OnnxRuntime, &BackendOptions::default(), &HelperOptions::default())
             .unwrap();
     assert_eq!(e.embed(&["a", "b"]).unwrap().shape(), [2, 384]);
+}
+
+/// The text model from a model folder: raw and pooled outputs selected by
+/// name in one run, equal to Python onnxruntime's and to its own `embed`
+/// and `classify`; run in batches of 2 (the backend's largest), the rows
+/// come back in the caller's order with hidden states padded to the longest.
+#[test]
+fn a_text_model_runs_raw_and_pooled_outputs_selected_by_name() {
+    let r = reference();
+    let texts = reference_texts(&r);
+    let dir = default_model("model.onnx").parent().unwrap().to_owned();
+    let mut options = BackendOptions::default();
+    options.onnxruntime.max_batch = 2;
+    let model = TextModel::open(&dir, BackendChoice::OnnxRuntime, &options, &HelperOptions::default()).unwrap();
+    assert_eq!(model.max_batch(), 2);
+    assert_eq!(model.labels().name(0), "LABEL_0");
+    let selection = model.select(&["logits", "embedding", "last_hidden_state"]).unwrap();
+    let out = model.run(&texts, &selection).unwrap();
+    let names: Vec<&str> = out.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["logits", "embedding", "last_hidden_state"]);
+    let rows = |name: &str| {
+        let t = out.get(name).unwrap();
+        (0..t.rows()).map(|i| t.row(i).unwrap().to_vec()).collect::<Vec<_>>()
+    };
+    let d = max_abs_diff(rows("logits").iter().map(Vec::as_slice), &reference_rows(&r, "fp32", "logits"));
+    let d = d.max(max_abs_diff(rows("embedding").iter().map(Vec::as_slice), &reference_rows(&r, "fp32", "embeddings")));
+    println!("TextModel::run vs Python onnxruntime: max abs diff {d:.3e}");
+    assert!(d < 1e-5, "{d}");
+    let hidden = out.get("last_hidden_state").unwrap();
+    assert_eq!((hidden.shape[0], hidden.shape[2]), (texts.len(), 384));
+    assert!(out.compute > std::time::Duration::ZERO);
+
+    let embedded = model.embed(&texts).unwrap();
+    let d = max_abs_diff(embedded.rows().into_iter().map(|r| r.to_slice().unwrap()), &rows("embedding"));
+    assert!(d < 1e-5, "{d}");
+    let classified = model.classify(&texts, 1).unwrap();
+    let d = max_abs_diff(classified.iter().map(|c| c.logits.as_slice()), &rows("logits"));
+    assert!(d < 1e-5, "{d}");
+
+    let e = model.select(&["nope"]).unwrap_err().to_string();
+    assert!(e.contains("'nope' is not an output"), "{e}");
+    assert!(model.run::<&str>(&[], &selection).is_err());
 }
 
 /// Many threads share one classifier (a pool of two sessions).

@@ -14,11 +14,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use doubles::{double_layout, ScriptedBackendDouble};
-use trt_nlp::{Labels, Pooling, TokenizerPipeline};
+use trt_nlp::{Head, TextModel, TokenizerPipeline};
 use trt_serve::config::ModelConfig;
 use trt_serve::dispatch::Dispatcher;
 use trt_serve::limits::Limits;
-use trt_serve::text_model::TextModel;
+use trt_serve::text_model::ConfiguredModel;
 use trt_serve::ServeError;
 
 fn dispatcher(extra: &str, limits: &Limits) -> (Arc<ScriptedBackendDouble>, Dispatcher) {
@@ -34,7 +34,7 @@ fn dispatcher(extra: &str, limits: &Limits) -> (Arc<ScriptedBackendDouble>, Disp
     .unwrap();
     let tokenizer = common::generated("models/minilm/tokenizer.json");
     let pipeline = TokenizerPipeline::builder(64).from_file(tokenizer).unwrap();
-    let model = TextModel::new(&config, backend.clone(), pipeline, Labels::default(), Pooling::Mean, true).unwrap();
+    let model = ConfiguredModel::new(&config, TextModel::new(backend.clone(), pipeline, Head::default())).unwrap();
     (backend, Dispatcher::new(Arc::new(model), &config, limits, "model 'double' version 1".into()).unwrap())
 }
 

@@ -14,25 +14,24 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use doubles::{double_layout, ScriptedBackendDouble};
-use trt_nlp::{Labels, Pooling, TokenizerPipeline};
+use trt_nlp::{Head, TextModel, TokenizerPipeline};
 use trt_serve::config::ModelConfig;
 use trt_serve::limits::Limits;
 use trt_serve::repository::{Repository, VersionLoader};
-use trt_serve::text_model::TextModel;
 use trt_serve::{ServeError, ServeResult};
 
 /// Loader test double: every version runs on an open ScriptedBackendDouble.
 struct DoubleLoader;
 
 impl VersionLoader for DoubleLoader {
-    fn load(&self, config: &ModelConfig, _model_dir: &Path, version_dir: &Path) -> ServeResult<TextModel> {
+    fn load(&self, _config: &ModelConfig, _model_dir: &Path, version_dir: &Path) -> ServeResult<TextModel> {
         if version_dir.join("broken").exists() {
             return Err(ServeError::Unavailable("this version is broken (test double)".into()));
         }
         let backend = Arc::new(ScriptedBackendDouble::new(double_layout(1, 4, 64), 1));
         backend.open();
         let pipeline = TokenizerPipeline::builder(64).from_file(common::generated("models/minilm/tokenizer.json")).unwrap();
-        TextModel::new(config, backend, pipeline, Labels::default(), Pooling::Mean, true)
+        Ok(TextModel::new(backend, pipeline, Head::default()))
     }
 }
 

@@ -1,33 +1,21 @@
 //! Text classification on any [`Backend`]: tokenize, run, softmax, top-k.
+//! A [`TextModel`] that checks at construction that the model has logits.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use ndarray::{Axis, Ix2};
-
-use crate::backend::{Backend, BackendChoice, BackendOptions, OutputView};
-use crate::texts::{for_each_batch, for_each_row_batch};
+use crate::backend::{Backend, BackendChoice, BackendOptions};
+use crate::texts::for_each_row_batch;
 use crate::{
-    softmax, top_k, Error, HelperOptions, Labels, ModelFolder, PairTruncation, Prediction, Result, TokenizerPipeline, TruncationSide,
+    Classification, Head, HelperOptions, Labels, ModelFolder, PairTruncation, Prediction, Result, TextModel, TokenizerPipeline,
+    TruncationSide,
 };
-
-/// One text's result: its logits and its `k` best labels.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Classification {
-    /// The raw logits, one per class.
-    pub logits: Vec<f32>,
-    /// The most probable labels, best first, with softmax scores.
-    pub top: Vec<Prediction>,
-}
 
 /// A BERT-style sequence classifier: texts in, ranked labels out.
 /// `classify` takes `&self` and may be called from many threads.
 #[derive(Debug)]
 pub struct Classifier {
-    backend: Arc<dyn Backend>,
-    pipeline: TokenizerPipeline,
-    labels: Labels,
-    logits: String,
+    model: TextModel,
 }
 
 impl Classifier {
@@ -41,24 +29,29 @@ impl Classifier {
     /// A classifier from a model folder or file ([`ModelFolder`]): its
     /// tokenizer and labels, on the backend `choice` picks.
     pub fn open(model: impl AsRef<Path>, choice: BackendChoice, backend: &BackendOptions, options: &HelperOptions) -> Result<Self> {
-        let folder = ModelFolder::open(model)?;
-        Self::new(folder.backend(choice, backend)?, &folder.tokenizer, folder.labels.clone(), options)
+        Self::from_model(TextModel::from_folder(&ModelFolder::open(model)?, choice, backend, options)?)
     }
 
     /// A classifier with a pipeline the caller built (its `max_len` must fit the model).
     pub fn with_pipeline(backend: Arc<dyn Backend>, pipeline: TokenizerPipeline, labels: Labels) -> Result<Self> {
-        let logits = backend
-            .layout()
-            .output_of_rank(2)
-            .ok_or_else(|| Error::InvalidConfig("the model has no [batch, labels] output (logits)".into()))?
-            .name
-            .clone();
-        Ok(Classifier { backend, pipeline, labels, logits })
+        let head = Head { labels, ..Head::default() };
+        Self::from_model(TextModel::new(backend, pipeline, head))
+    }
+
+    /// A classifier over a text model; fails when it has no `[batch, labels]` output.
+    pub fn from_model(model: TextModel) -> Result<Self> {
+        model.logits()?;
+        Ok(Classifier { model })
     }
 
     /// The backend it runs on.
     pub fn backend(&self) -> &Arc<dyn Backend> {
-        &self.backend
+        self.model.backend()
+    }
+
+    /// The text model it runs.
+    pub fn model(&self) -> &TextModel {
+        &self.model
     }
 
     /// The `k` most probable labels of each text, best first. Batches larger
@@ -67,24 +60,9 @@ impl Classifier {
         Ok(self.predict(texts, k)?.into_iter().map(|c| c.top).collect())
     }
 
-    /// Logits and the `k` best labels of each text.
+    /// Logits and the `k` best labels of each text ([`TextModel::classify`]).
     pub fn predict<S: AsRef<str> + Sync>(&self, texts: &[S], k: usize) -> Result<Vec<Classification>> {
-        let mut all: Vec<Option<Classification>> = vec![None; texts.len()];
-        for_each_batch(&*self.backend, &self.pipeline, texts, |rows, _, outputs| {
-            let view = outputs.get(&self.logits)?;
-            let logits = match view {
-                OutputView::F32(v) => v.view().into_dimensionality::<Ix2>().map_err(shape_err)?.to_owned(),
-                other => other.to_f32().into_dimensionality::<Ix2>().map_err(shape_err)?,
-            };
-            let probs = softmax(logits.view());
-            let top = top_k(probs.view(), k, &self.labels);
-            // Rows past `rows` are padding up to the model's minimum batch.
-            for ((&i, row), top) in rows.iter().zip(logits.axis_iter(Axis(0))).zip(top) {
-                all[i] = Some(Classification { logits: row.to_vec(), top });
-            }
-            Ok(())
-        })?;
-        Ok(all.into_iter().flatten().collect())
+        self.model.classify(texts, k)
     }
 }
 
@@ -107,12 +85,14 @@ impl Classifier {
         A: AsRef<str> + Sync,
         B: AsRef<str> + Sync,
     {
-        let rows = self.pipeline.tokenize_pairs(pairs, strategy, TruncationSide::Right)?;
+        let pipeline = self.model.pipeline();
+        let selection = self.model.logits()?;
+        let rows = pipeline.tokenize_pairs(pairs, strategy, TruncationSide::Right)?;
         let mut all: Vec<Vec<f32>> = vec![Vec::new(); rows.len()];
-        for_each_row_batch(&*self.backend, &self.pipeline, &rows, |order, _, outputs| {
-            let logits = outputs.get(&self.logits)?.to_f32().into_dimensionality::<Ix2>().map_err(shape_err)?;
-            for (&i, row) in order.iter().zip(logits.axis_iter(Axis(0))) {
-                all[i] = row.to_vec();
+        for_each_row_batch(&**self.model.backend(), pipeline, &rows, |order, layout, outputs| {
+            let logits = selection.tensors(layout, outputs, order.len())?.swap_remove(0);
+            for (k, &i) in order.iter().enumerate() {
+                all[i] = logits.row(k).unwrap_or_default().to_vec();
             }
             Ok(())
         })?;
@@ -135,8 +115,4 @@ impl Classifier {
         ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
         Ok(ranked)
     }
-}
-
-pub(crate) fn shape_err(e: ndarray::ShapeError) -> Error {
-    Error::InvalidConfig(format!("unexpected output rank: {e}"))
 }

@@ -1,25 +1,20 @@
 //! Sentence embeddings on any [`Backend`]: tokenize, run, pool, normalise
-//! (sentence-transformers semantics).
+//! (sentence-transformers semantics). A [`TextModel`] that checks at
+//! construction that the model has hidden states to pool.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use ndarray::{Array2, Ix3};
+use ndarray::Array2;
 
-use crate::backend::{Backend, BackendChoice, BackendOptions, OutputView};
-use crate::classifier::shape_err;
-use crate::texts::for_each_batch;
-use crate::{l2_normalize, Error, HelperOptions, ModelFolder, Pooling, Result, TokenizerPipeline};
+use crate::backend::{Backend, BackendChoice, BackendOptions};
+use crate::{Head, HelperOptions, Labels, ModelFolder, Pooling, Result, TextModel, TokenizerPipeline};
 
 /// Texts in, one embedding row per text out. `embed` takes `&self` and may be
 /// called from many threads.
 #[derive(Debug)]
 pub struct Embedder {
-    backend: Arc<dyn Backend>,
-    pipeline: TokenizerPipeline,
-    hidden: String,
-    pooling: Pooling,
-    normalize: bool,
+    model: TextModel,
 }
 
 impl Embedder {
@@ -39,48 +34,32 @@ impl Embedder {
     /// An embedder from a model folder or file ([`ModelFolder`]): its
     /// tokenizer, pooling and normalisation, on the backend `choice` picks.
     pub fn open(model: impl AsRef<Path>, choice: BackendChoice, backend: &BackendOptions, options: &HelperOptions) -> Result<Self> {
-        let folder = ModelFolder::open(model)?;
-        Self::new(folder.backend(choice, backend)?, &folder.tokenizer, folder.pooling, folder.normalize, options)
+        Self::from_model(TextModel::from_folder(&ModelFolder::open(model)?, choice, backend, options)?)
     }
 
     /// An embedder with a pipeline the caller built (its `max_len` must fit the model).
     pub fn with_pipeline(backend: Arc<dyn Backend>, pipeline: TokenizerPipeline, pooling: Pooling, normalize: bool) -> Result<Self> {
-        let hidden = backend
-            .layout()
-            .output_of_rank(3)
-            .ok_or_else(|| Error::InvalidConfig("the model has no [batch, seq, dim] output (hidden states)".into()))?
-            .name
-            .clone();
-        Ok(Embedder { backend, pipeline, hidden, pooling, normalize })
+        Self::from_model(TextModel::new(backend, pipeline, Head::new(Labels::default(), pooling, normalize)))
+    }
+
+    /// An embedder over a text model; fails when it has no `[batch, seq, dim]` output.
+    pub fn from_model(model: TextModel) -> Result<Self> {
+        model.embedding()?;
+        Ok(Embedder { model })
     }
 
     /// The backend it runs on.
     pub fn backend(&self) -> &Arc<dyn Backend> {
-        &self.backend
+        self.model.backend()
     }
 
-    /// Embeddings of `texts`, `[texts.len(), dim]`. Batches larger than the
-    /// model allows are split; an empty input gives a `[0, 0]` array.
+    /// The text model it runs.
+    pub fn model(&self) -> &TextModel {
+        &self.model
+    }
+
+    /// Embeddings of `texts`, `[texts.len(), dim]` ([`TextModel::embed`]).
     pub fn embed<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<Array2<f32>> {
-        let mut all: Option<Array2<f32>> = None;
-        for_each_batch(&*self.backend, &self.pipeline, texts, |rows, layout, outputs| {
-            let mask = layout.attention_mask();
-            let pooled = match outputs.get(&self.hidden)? {
-                OutputView::F32(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask.view()),
-                OutputView::F16(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask.view()),
-                OutputView::BF16(v) => self.pooling.pool(v.view().into_dimensionality::<Ix3>().map_err(shape_err)?, mask.view()),
-            }?;
-            let all = all.get_or_insert_with(|| Array2::zeros((texts.len(), pooled.ncols())));
-            // Rows past `rows` are padding up to the model's minimum batch.
-            for (&i, row) in rows.iter().zip(pooled.rows()) {
-                all.row_mut(i).assign(&row);
-            }
-            Ok(())
-        })?;
-        let mut all = all.unwrap_or_else(|| Array2::zeros((0, 0)));
-        if self.normalize {
-            l2_normalize(all.view_mut());
-        }
-        Ok(all)
+        self.model.embed(texts)
     }
 }

@@ -8,6 +8,8 @@
 //! | [`ModelLayout`] | a model's token inputs, float outputs and the batch / sequence ranges it accepts |
 //! | [`TokenizerPipeline::tokenize_pairs`] | text pairs for cross-encoders (segments, `token_type_ids`, [`PairTruncation`]) |
 //! | [`TokenRow`] | one text's tokens, owned: tokenize at one moment ([`TokenizerPipeline::tokenize`]), pack into a batch later ([`TokenizerPipeline::pack`]) |
+//! | [`TextModel`] | texts in, answers out: `embed`, `classify`, or any [`Selection`] of raw and pooled outputs as [`OutputRows`]; its [`Head`] holds labels, pooling, normalisation |
+//! | [`Embedder`], [`Classifier`] | a [`TextModel`] checked for hidden states, or for logits |
 //! | [`batching`] | dynamic batching: a [`Scheduler`](batching::Scheduler) over a [`Backend`] for many threads and tasks |
 //! | [`InputSpec`], [`EncodedBatch`] | which tensors an engine takes (name, role, dtype) and the caller's buffers for them |
 //! | [`softmax`], [`top_k`], [`Labels`] | classifier logits → probabilities → named top-k classes |
@@ -97,11 +99,12 @@ mod pipeline;
 mod postprocess;
 mod rows;
 mod spec;
+mod text_model;
 mod texts;
 
 pub use backend::{Backend, OutputView, Outputs};
 pub use buffers::{EncodedBatch, TokenBuffer};
-pub use classifier::{Classification, Classifier, Ranked};
+pub use classifier::{Classifier, Ranked};
 pub use embedder::Embedder;
 pub use error::{Error, Result};
 pub use layout::{ModelLayout, OutputSpec};
@@ -112,6 +115,7 @@ pub use pipeline::{BatchLayout, Padding, PairTruncation, PipelineBuilder, Tokeni
 pub use postprocess::{cls_pool, l2_normalize, mean_pool, softmax, top_k, FloatElement, Labels, MaskElement, Pooling, Prediction};
 pub use rows::TokenRow;
 pub use spec::{InputRole, InputSpec};
+pub use text_model::{Classification, Head, OutputRows, Selected, Selection, Source, TextModel, TextOutputs, EMBEDDING};
 /// The element type of token and output tensors at this crate's boundary
 /// (i32/i64 tokens, f32/f16/bf16 outputs): the buffers' own type, which
 /// TensorRT's and ONNX Runtime's element types convert to and from.

@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use trt_nlp::{PairTruncation, TokenRow};
+use trt_nlp::{OutputRows, PairTruncation, TokenRow, EMBEDDING};
 
 use crate::api_request::Bounds;
 use crate::dispatch::Ran;
@@ -23,7 +23,6 @@ use crate::error::{ServeError, ServeResult};
 use crate::repository::ServedVersion;
 use crate::service::Service;
 use crate::tei::request::{Input, Truncate};
-use crate::text_model::{RowsTensor, EMBEDDING};
 
 /// One input, as the routes hand it over.
 #[derive(Debug, Clone, Copy)]
@@ -142,7 +141,7 @@ pub async fn run(service: &Service, served: &ServedVersion, route: &str, rows: V
 }
 
 /// The output `name` of a run.
-pub fn output<'a>(served: &ServedVersion, ran: &'a Ran, name: &str) -> ServeResult<&'a RowsTensor> {
+pub fn output<'a>(served: &ServedVersion, ran: &'a Ran, name: &str) -> ServeResult<&'a OutputRows> {
     ran.tensors
         .iter()
         .find(|t| t.name == name)
@@ -167,7 +166,6 @@ pub fn logits_name(served: &ServedVersion) -> ServeResult<String> {
 }
 
 /// Row `r` of a `[rows, ...]` tensor.
-pub fn row(t: &RowsTensor, r: usize) -> &[f32] {
-    let per: usize = t.shape[1..].iter().product();
-    &t.values[r * per..(r + 1) * per]
+pub fn row(t: &OutputRows, r: usize) -> &[f32] {
+    t.row(r).unwrap_or_default()
 }

@@ -19,18 +19,18 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 use trt_nlp::batching::{BatchingConfig, MetricsSnapshot, Request, RequestError, Scheduler, SubmitError};
-use trt_nlp::TokenRow;
+use trt_nlp::{OutputRows, Selection, TokenRow};
 
 use crate::config::{DynamicBatching, ModelConfig, TimeoutAction};
 use crate::error::{ServeError, ServeResult};
 use crate::limits::Limits;
-use crate::text_model::{RowsTensor, TextModel};
+use crate::text_model::ConfiguredModel;
 
 /// What a request got back, and where its time went.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ran {
-    /// Every exposed output, the request's rows only.
-    pub tensors: Vec<RowsTensor>,
+    /// Every selected output, the request's rows only, in selection order.
+    pub tensors: Vec<OutputRows>,
     /// Waiting for a batch to start.
     pub queue: Duration,
     /// Tokenizing.
@@ -42,17 +42,26 @@ pub struct Ran {
 }
 
 /// What a request carries: texts, or rows the caller tokenized.
-enum Work {
+#[derive(Debug, Clone)]
+pub enum Inputs {
+    /// Texts, tokenized by the model's pipeline.
     Texts(Vec<String>),
+    /// Rows tokenized by the caller (text pairs, token ids, texts cut from the left).
     Rows(Vec<TokenRow>),
 }
 
-impl Work {
-    fn len(&self) -> usize {
+impl Inputs {
+    /// Rows (texts) it holds.
+    pub fn len(&self) -> usize {
         match self {
-            Work::Texts(t) => t.len(),
-            Work::Rows(r) => r.len(),
+            Inputs::Texts(t) => t.len(),
+            Inputs::Rows(r) => r.len(),
         }
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -142,7 +151,7 @@ enum Path {
 
 /// Admission and execution for one model version.
 pub struct Dispatcher {
-    model: Arc<TextModel>,
+    model: Arc<ConfiguredModel>,
     label: String,
     pending: Arc<AtomicUsize>,
     policy: Policy,
@@ -189,7 +198,7 @@ fn request_error(label: &str, e: RequestError) -> ServeError {
 impl Dispatcher {
     /// A dispatcher for `model`, configured from `config` and `limits`;
     /// `label` names the version in messages (`model 'm' version 1`).
-    pub fn new(model: Arc<TextModel>, config: &ModelConfig, limits: &Limits, label: String) -> ServeResult<Self> {
+    pub fn new(model: Arc<ConfiguredModel>, config: &ModelConfig, limits: &Limits, label: String) -> ServeResult<Self> {
         let db = config.dynamic_batching.as_ref();
         let max_queue = match db.map(|d| d.default_queue_policy.max_queue_size) {
             Some(n) if n > 0 => n.min(limits.max_queue),
@@ -215,7 +224,7 @@ impl Dispatcher {
                 bc.default_priority = default_level - 1;
                 bc.default_timeout = policy.default_timeout.filter(|_| policy.enforce_timeouts);
                 bc.workers = Some(config.instance_count.max(1));
-                let scheduler = Scheduler::new(model.backend().clone(), model.pipeline().clone(), bc)
+                let scheduler = Scheduler::new(model.model().backend().clone(), model.model().pipeline().clone(), bc)
                     .map_err(|e| ServeError::invalid(format!("dynamic_batching: {e}")))?;
                 Path::Batched { scheduler, levels, default_level }
             }
@@ -224,7 +233,7 @@ impl Dispatcher {
     }
 
     /// The model it runs.
-    pub fn model(&self) -> &Arc<TextModel> {
+    pub fn model(&self) -> &Arc<ConfiguredModel> {
         &self.model
     }
 
@@ -242,18 +251,22 @@ impl Dispatcher {
     }
 
     /// Runs `texts` as one request with Triton's `priority` and `timeout`
-    /// (microseconds) parameters.
+    /// (microseconds) parameters, computing the outputs the config exposes.
     pub async fn run(&self, texts: Vec<String>, priority: u64, timeout_us: Option<u64>) -> ServeResult<Ran> {
-        self.run_work(Work::Texts(texts), priority, timeout_us).await
+        self.run_selected(Inputs::Texts(texts), self.model.outputs().clone(), priority, timeout_us).await
     }
 
     /// Runs rows tokenized by the caller (text pairs, token ids, texts cut
     /// from the left) through the same queue and batches as texts.
     pub async fn run_rows(&self, rows: Vec<TokenRow>, priority: u64, timeout_us: Option<u64>) -> ServeResult<Ran> {
-        self.run_work(Work::Rows(rows), priority, timeout_us).await
+        self.run_selected(Inputs::Rows(rows), self.model.outputs().clone(), priority, timeout_us).await
     }
 
-    async fn run_work(&self, work: Work, priority: u64, timeout_us: Option<u64>) -> ServeResult<Ran> {
+    /// Runs `work` computing `selection` (made with
+    /// [`trt_nlp::TextModel::select`] on this dispatcher's model) instead of
+    /// the config's outputs: on the batched path each row comes back from
+    /// the scheduler's workers already cut or pooled.
+    pub async fn run_selected(&self, work: Inputs, selection: Arc<Selection>, priority: u64, timeout_us: Option<u64>) -> ServeResult<Ran> {
         let max_batch = self.model.max_batch();
         if work.len() > max_batch {
             return Err(ServeError::invalid(format!(
@@ -266,7 +279,7 @@ impl Dispatcher {
         let _guard = PendingGuard(self.pending.clone());
         let timeout = self.policy.timeout(timeout_us);
         match &self.path {
-            Path::Direct { slots, runners, max_pending } => self.run_direct(slots, runners, *max_pending, work, timeout).await,
+            Path::Direct { slots, runners, max_pending } => self.run_direct(slots, runners, *max_pending, work, selection, timeout).await,
             Path::Batched { scheduler, levels, default_level } => {
                 // Triton: levels 1..=priority_levels, 1 first; 0 or out of range: the default.
                 let level = match priority as usize {
@@ -274,10 +287,10 @@ impl Dispatcher {
                     _ => *default_level,
                 };
                 let request = match work {
-                    Work::Texts(texts) => Request::texts(texts),
-                    Work::Rows(rows) => Request::token_rows(rows),
+                    Inputs::Texts(texts) => Request::texts(texts),
+                    Inputs::Rows(rows) => Request::token_rows(rows),
                 };
-                let mut request = request.priority(level - 1);
+                let mut request = request.priority(level - 1).select(selection);
                 if let Some(t) = timeout {
                     request = request.timeout(t);
                 }
@@ -291,7 +304,8 @@ impl Dispatcher {
                 let rows = response.rows();
                 let queue = rows.iter().map(|r| r.queue_time).max().unwrap_or_default();
                 let compute = rows.iter().map(|r| r.compute_time).max().unwrap_or_default();
-                Ok(Ran { tensors: self.model.assemble(rows)?, queue, tokenize, compute, executions: 0 })
+                let tensors = response.stacked().map_err(|e| ServeError::Internal(format!("{}: {e}", self.label)))?;
+                Ok(Ran { tensors, queue, tokenize, compute, executions: 0 })
             }
         }
     }
@@ -301,7 +315,8 @@ impl Dispatcher {
         slots: &Arc<Semaphore>,
         runners: &Runners,
         max_pending: usize,
-        work: Work,
+        work: Inputs,
+        selection: Arc<Selection>,
         timeout: Option<Duration>,
     ) -> ServeResult<Ran> {
         let pending = self.pending();
@@ -322,13 +337,13 @@ impl Dispatcher {
         }
         .map_err(|_| ServeError::Unavailable(format!("{} is shutting down", self.label)))?;
         let queue = queued.elapsed();
-        let model = self.model.clone();
+        let model = self.model.model().clone();
         let out = runners
             .run(move || {
                 let _permit = permit;
                 match &work {
-                    Work::Texts(texts) => model.run(texts),
-                    Work::Rows(rows) => model.run_rows(rows),
+                    Inputs::Texts(texts) => model.run(texts, &selection),
+                    Inputs::Rows(rows) => model.run_rows(rows, &selection),
                 }
             })
             .await??;

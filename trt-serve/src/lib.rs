@@ -16,7 +16,7 @@
 //! | | [`model_control`] | model-control modes `none` / `explicit` / `poll`, strict readiness |
 //! | | [`config`] | `config.pbtxt` (protobuf text format) parsed and checked |
 //! | | [`dispatch`] | admission, queue timeout and execution for one version |
-//! | | [`text_model`] | texts → tokens → backend → outputs (and the pooled `embedding`) |
+//! | | [`text_model`] | a config bound to trt-nlp's `TextModel`: the text input, the outputs it exposes (and the pooled `embedding`) |
 //! | | [`loader`] | a version folder opened through trt-nlp (model folder, backend for the platform, tokenizer) |
 //! | | [`metrics`] | Prometheus metrics under Triton's names |
 //! | process | [`server`] | listeners, graceful shutdown on Ctrl-C / SIGTERM |

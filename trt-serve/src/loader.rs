@@ -10,12 +10,12 @@ use std::path::Path;
 
 use trt_nlp::backend::onnxruntime::{cuda_device_count, Provider};
 use trt_nlp::backend::{BackendChoice, BackendOptions};
-use trt_nlp::{HelperOptions, ModelFolder};
+use trt_nlp::{Head, HelperOptions, ModelFolder, TextModel};
 
 use crate::config::{InstanceKind, ModelConfig, Platform};
 use crate::error::{ServeError, ServeResult};
 use crate::repository::VersionLoader;
-use crate::text_model::{text_input, TextModel};
+use crate::text_model::text_input;
 
 /// The loader `trt serve` uses: trt-nlp's TensorRT and ONNX Runtime backends.
 #[derive(Debug, Clone, Default)]
@@ -68,7 +68,7 @@ impl VersionLoader for NlpLoader {
             )));
         }
         let pipeline = self.tokenizer.pipeline(&folder.tokenizer, &*backend).map_err(|e| ServeError::invalid(e.to_string()))?;
-        TextModel::new(config, backend, pipeline, folder.labels, folder.pooling, folder.normalize)
+        Ok(TextModel::new(backend, pipeline, Head::of(&folder)))
     }
 }
 

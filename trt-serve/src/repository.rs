@@ -30,7 +30,8 @@ use crate::dispatch::Dispatcher;
 use crate::error::{ServeError, ServeResult};
 use crate::limits::Limits;
 use crate::model_control::ModelControl;
-use crate::text_model::TextModel;
+use crate::text_model::ConfiguredModel;
+use trt_nlp::TextModel;
 
 /// Opens one version of a model (blocking: files, sessions, engines).
 pub trait VersionLoader: Send + Sync + 'static {
@@ -313,8 +314,8 @@ impl Repository {
     async fn open_version(&self, name: &str, version: u64, config: &Arc<ModelConfig>, dir: &Path) -> ServeResult<ServedVersion> {
         let loader = self.loader.clone();
         let (c, d) = (config.clone(), dir.to_path_buf());
-        let model = tokio::task::spawn_blocking(move || -> ServeResult<TextModel> {
-            let model = loader.load(&c, &d, &d.join(version.to_string()))?;
+        let model = tokio::task::spawn_blocking(move || -> ServeResult<ConfiguredModel> {
+            let model = ConfiguredModel::new(&c, loader.load(&c, &d, &d.join(version.to_string()))?)?;
             warm_up(&model)?;
             Ok(model)
         })
@@ -432,13 +433,14 @@ impl Repository {
 /// Runs the model over the shapes requests will have: one short text, a full
 /// batch of short texts, and one text of the longest length, so the first
 /// real request does not pay for allocation or kernel selection.
-pub fn warm_up(model: &TextModel) -> ServeResult<()> {
+pub fn warm_up(model: &ConfiguredModel) -> ServeResult<()> {
+    let (text_model, outputs) = (model.model(), model.outputs());
     let short = "warm up";
-    model.run(&[short])?;
+    text_model.run(&[short], outputs)?;
     let batch = vec![short; model.max_batch()];
-    model.run(&batch)?;
+    text_model.run(&batch, outputs)?;
     // Truncated to the model's longest sequence by the tokenizer.
     let long = "warm ".repeat(model.max_seq());
-    model.run(&[long.as_str()])?;
+    text_model.run(&[long.as_str()], outputs)?;
     Ok(())
 }

@@ -254,7 +254,7 @@ impl Service {
         let texts = request_texts(config, request.inputs, self.repository.limits())?;
         // Which outputs, in which encoding, checked before any work is done.
         let model = served.dispatcher.model();
-        let exposed: Vec<&str> = model.outputs().iter().map(|o| o.name.as_str()).collect();
+        let exposed: Vec<&str> = model.outputs().names().collect();
         let wanted = wanted_outputs(&config.name, &request.outputs, request.binary_data_output, &exposed)?;
         let rows = texts.len();
         let ran = served.dispatcher.run(texts, request.priority, request.timeout_us).await?;

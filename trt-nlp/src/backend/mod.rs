@@ -20,7 +20,7 @@
 use half::{bf16, f16};
 use ndarray::{ArrayD, ArrayViewD, Axis, Slice};
 
-use crate::{BatchLayout, EncodedBatch, ModelLayout, Result};
+use crate::{BatchLayout, EncodedBatch, FloatElement, ModelLayout, Result};
 
 pub mod buckets;
 pub mod onnxruntime;
@@ -45,7 +45,27 @@ pub enum OutputView<'a> {
     BF16(ArrayViewD<'a, bf16>),
 }
 
+/// A computation over an output's values, whatever their element type: the
+/// one place that matches on [`OutputView`]'s variants, so each reader of
+/// outputs (conversion, pooling, the batch-to-rows split) is written once,
+/// generically.
+pub(crate) trait ViewFn {
+    /// What the computation returns.
+    type Output;
+    /// Runs on the values, read as f32 through [`FloatElement`].
+    fn call<T: FloatElement>(self, view: &ArrayViewD<'_, T>) -> Self::Output;
+}
+
 impl OutputView<'_> {
+    /// Runs `f` on the values, monomorphised for their element type.
+    pub(crate) fn apply<F: ViewFn>(&self, f: F) -> F::Output {
+        match self {
+            OutputView::F32(v) => f.call(v),
+            OutputView::F16(v) => f.call(v),
+            OutputView::BF16(v) => f.call(v),
+        }
+    }
+
     /// The output's shape.
     pub fn shape(&self) -> &[usize] {
         match self {
@@ -57,32 +77,32 @@ impl OutputView<'_> {
 
     /// An owned f32 copy (what leaves the callback when a caller keeps raw outputs).
     pub fn to_f32(&self) -> ArrayD<f32> {
-        match self {
-            OutputView::F32(v) => v.to_owned(),
-            OutputView::F16(v) => v.mapv(f32::from),
-            OutputView::BF16(v) => v.mapv(f32::from),
+        struct ToF32;
+        impl ViewFn for ToF32 {
+            type Output = ArrayD<f32>;
+            fn call<T: FloatElement>(self, v: &ArrayViewD<'_, T>) -> ArrayD<f32> {
+                v.mapv(T::to_f32)
+            }
         }
+        self.apply(ToF32)
     }
 
     /// The first `rows` rows (along axis 0; all of them if there are fewer)
     /// as f32 values in row-major order, converted as they are copied: the
     /// real rows of a batch the backend padded, in one copy.
     pub fn leading_rows_f32(&self, rows: usize) -> Vec<f32> {
-        fn take<T: Copy>(v: &ArrayViewD<'_, T>, rows: usize) -> Vec<f32>
-        where
-            f32: From<T>,
-        {
-            if v.ndim() == 0 {
-                return v.iter().map(|&x| f32::from(x)).collect();
+        struct Leading(usize);
+        impl ViewFn for Leading {
+            type Output = Vec<f32>;
+            fn call<T: FloatElement>(self, v: &ArrayViewD<'_, T>) -> Vec<f32> {
+                if v.ndim() == 0 {
+                    return v.iter().map(|&x| x.to_f32()).collect();
+                }
+                let rows = self.0.min(v.shape()[0]);
+                v.slice_axis(Axis(0), Slice::from(..rows)).iter().map(|&x| x.to_f32()).collect()
             }
-            let rows = rows.min(v.shape()[0]);
-            v.slice_axis(Axis(0), Slice::from(..rows)).iter().map(|&x| f32::from(x)).collect()
         }
-        match self {
-            OutputView::F32(v) => take(v, rows),
-            OutputView::F16(v) => take(v, rows),
-            OutputView::BF16(v) => take(v, rows),
-        }
+        self.apply(Leading(rows))
     }
 }
 

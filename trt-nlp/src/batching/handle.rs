@@ -17,16 +17,18 @@ use ndarray::ArrayD;
 
 use super::error::RequestError;
 use super::metrics::Metrics;
-use crate::TokenRow;
+use crate::{OutputRows, Selection, TokenRow};
 
 /// The outputs of one row (text) of a request.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RowResult {
-    /// Every model output for this row, by name, in the model's order, as
-    /// f32: the batch axis removed, and for outputs of rank 3 or more whose
-    /// second axis is the sequence (`[batch, seq, ...]`), that axis cut to
-    /// [`length`](Self::length), so no padding position is left.
+    /// The request's selected outputs for this row ([`Request::select`](super::Request::select);
+    /// by default every model output), by name, in selection order, as f32:
+    /// the batch axis removed, for outputs of rank 3 or more whose second
+    /// axis is the sequence (`[batch, seq, ...]`) that axis cut to
+    /// [`length`](Self::length), so no padding position is left, and pooled
+    /// outputs as one `[dim]` vector.
     pub outputs: Vec<(String, ArrayD<f32>)>,
     /// Real tokens of the row (its attention length: positions `0..length`
     /// are attended), for pooling.
@@ -64,6 +66,24 @@ impl Response {
     pub fn into_rows(self) -> Vec<RowResult> {
         self.rows
     }
+
+    /// Every output, the rows stacked in submit order ([`OutputRows::stack`]:
+    /// a `[rows, seq, ...]` output zero-padded to the request's longest row).
+    pub fn stacked(&self) -> crate::Result<Vec<OutputRows>> {
+        let Some(first) = self.rows.first() else { return Ok(Vec::new()) };
+        first
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| {
+                let rows = self.rows.iter().map(|r| match r.outputs.get(i) {
+                    Some((n, a)) if n == name => Ok(a),
+                    _ => Err(crate::Error::InvalidConfig(format!("a row of the response has no output '{name}'"))),
+                });
+                OutputRows::stack(name, rows.collect::<crate::Result<Vec<_>>>()?)
+            })
+            .collect()
+    }
 }
 
 /// What completion has reached.
@@ -88,6 +108,8 @@ impl Progress {
 #[derive(Debug)]
 pub(crate) struct Pending {
     pub rows: Vec<TokenRow>,
+    /// The outputs its rows come back with.
+    pub selection: Arc<Selection>,
     pub priority: usize,
     pub submitted: Instant,
     pub deadline: Option<Instant>,
@@ -100,10 +122,18 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    pub(crate) fn new(rows: Vec<TokenRow>, priority: usize, submitted: Instant, deadline: Option<Instant>, metrics: Arc<Metrics>) -> Self {
+    pub(crate) fn new(
+        rows: Vec<TokenRow>,
+        selection: Arc<Selection>,
+        priority: usize,
+        submitted: Instant,
+        deadline: Option<Instant>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
         let n = rows.len();
         Pending {
             rows,
+            selection,
             priority,
             submitted,
             deadline,

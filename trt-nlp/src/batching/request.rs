@@ -1,8 +1,9 @@
 //! What a caller submits: texts or ready token rows, a priority, a deadline.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::TokenRow;
+use crate::{Selection, TokenRow};
 
 /// The rows of a request, before the scheduler accepts it.
 #[derive(Debug, Clone)]
@@ -28,6 +29,7 @@ pub struct Request {
     pub(crate) input: Input,
     pub(crate) priority: Option<usize>,
     pub(crate) deadline: Option<Deadline>,
+    pub(crate) selection: Option<Arc<Selection>>,
 }
 
 /// When a request stops being worth computing.
@@ -55,7 +57,7 @@ impl Request {
     }
 
     fn new(input: Input) -> Self {
-        Request { input, priority: None, deadline: None }
+        Request { input, priority: None, deadline: None, selection: None }
     }
 
     /// Priority level, 0 first (default: the scheduler's `default_priority`).
@@ -74,6 +76,15 @@ impl Request {
     /// Like [`timeout`](Self::timeout), at an instant.
     pub fn deadline(mut self, at: Instant) -> Self {
         self.deadline = Some(Deadline::At(at));
+        self
+    }
+
+    /// The outputs each row comes back with, computed by the worker that ran
+    /// it while the batch is still in the backend's buffers: raw outputs cut
+    /// to the row, pooled ones as one `[dim]` row (see [`Selection`]).
+    /// Default: every model output, raw.
+    pub fn select(mut self, selection: Arc<Selection>) -> Self {
+        self.selection = Some(selection);
         self
     }
 

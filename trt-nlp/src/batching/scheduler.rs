@@ -31,7 +31,7 @@ use super::metrics::{Metrics, MetricsSnapshot};
 use super::queue::{Item, Queue};
 use super::request::{Input, Request};
 use super::worker::run_batch;
-use crate::{Backend, Error, Result, TokenizerPipeline};
+use crate::{Backend, Error, Result, Selection, TokenizerPipeline};
 
 /// What the scheduler's threads share, under one lock.
 struct State {
@@ -62,6 +62,8 @@ impl State {
 struct Shared {
     backend: Arc<dyn Backend>,
     pipeline: Arc<TokenizerPipeline>,
+    /// What a request that selects nothing gets: every model output, raw.
+    raw: Arc<Selection>,
     config: BatchingConfig,
     /// Worker threads, and whether a cut takes only its share of the queue per worker.
     workers: usize,
@@ -121,6 +123,7 @@ impl Scheduler {
         let spread = config.spread_across_workers.unwrap_or_else(|| backend.parallel_instances());
         let cut_when_idle = config.cut_when_idle.unwrap_or_else(|| !backend.parallel_instances());
         let shared = Arc::new(Shared {
+            raw: Arc::new(Selection::raw(backend.layout())),
             workers,
             spread,
             cut_when_idle,
@@ -213,12 +216,19 @@ impl Scheduler {
                 }
             }
         }
+        let selection = match request.selection {
+            Some(selection) => {
+                selection.check(s.backend.layout()).map_err(SubmitError::Invalid)?;
+                selection
+            }
+            None => Arc::clone(&s.raw),
+        };
         let now = Instant::now();
         let deadline = request.deadline.or(config.default_timeout.map(super::request::Deadline::After)).and_then(|d| d.instant(now));
         if deadline.is_some_and(|d| d <= now) {
             return Err(SubmitError::DeadlineExceeded);
         }
-        let pending = Arc::new(Pending::new(rows, priority, now, deadline, Arc::clone(&s.metrics)));
+        let pending = Arc::new(Pending::new(rows, selection, priority, now, deadline, Arc::clone(&s.metrics)));
         {
             let mut st = s.lock();
             if st.closing {

@@ -1,26 +1,25 @@
 //! Running one cut batch on the backend and handing each row its outputs.
 //!
 //! A worker packs the batch's rows straight into the backend's buffers (the
-//! rows were tokenized at submit), runs it, and cuts every output into
-//! per-row arrays. One worker per backend instance: while one batch
-//! executes, the next is packed on another instance. Whatever the backend
-//! does, error or panic, fails the requests of this batch only.
+//! rows were tokenized at submit), runs it, and computes each row's selected
+//! outputs ([`Selection`](crate::Selection): raw outputs cut per row, pooled
+//! ones pooled) while they are still in the backend's buffers. One worker
+//! per backend instance: while one batch executes, the next is packed on
+//! another instance. Whatever the backend does, error or panic, fails the
+//! requests of this batch only; a selection that cannot be computed fails
+//! the requests that asked for it only.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ndarray::{ArrayD, ArrayViewD, Axis, Slice};
-
 use super::error::RequestError;
 use super::handle::RowResult;
 use super::metrics::Metrics;
 use super::queue::Item;
-use crate::backend::{OutputView, Outputs};
+use crate::backend::Outputs;
+use crate::text_model::RowOutputs;
 use crate::{Backend, BatchLayout, Error, Result, TokenRow, TokenizerPipeline};
-
-/// One row's outputs, by name.
-type RowOutputs = Vec<(String, ArrayD<f32>)>;
 
 /// Runs `items` as one batch and completes (or fails) their requests;
 /// `backend_done` runs once the backend is free again (also when every row
@@ -46,12 +45,12 @@ pub(crate) fn run_batch(
         rows.resize(min_batch, &shortest.request.rows[shortest.row]);
     }
 
-    let mut per_row: Vec<RowOutputs> = Vec::new();
+    let mut per_row: Vec<Result<RowOutputs>> = Vec::new();
     let mut seq_len = 0;
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         backend.run(&mut |batch| pipeline.pack(rows.iter().copied(), batch), &mut |layout, outputs| {
             seq_len = layout.seq_len;
-            per_row = split_rows(layout, outputs, live.len())?;
+            per_row = split_rows(layout, outputs, &live);
             Ok(())
         })
     }));
@@ -63,6 +62,13 @@ pub(crate) fn run_batch(
             metrics.record_batch(live.len(), real, live.len() * seq_len, compute);
             for (item, outputs) in live.iter().zip(per_row) {
                 metrics.queue_time.record(started.saturating_duration_since(item.request.submitted));
+                let outputs = match outputs {
+                    Ok(outputs) => outputs,
+                    Err(e) => {
+                        item.request.fail(RequestError::Backend(Arc::new(e)));
+                        continue;
+                    }
+                };
                 item.request.complete_row(
                     item.row,
                     RowResult {
@@ -101,31 +107,31 @@ fn fail_all(items: &[Item], error: RequestError) {
     }
 }
 
-/// Every output cut into its first `rows` rows, each with the batch axis
-/// removed and a sequence axis (second axis of a rank-3+ output of length
-/// `seq_len`) cut to the row's length.
-fn split_rows(layout: &BatchLayout, outputs: &Outputs<'_>, rows: usize) -> Result<Vec<RowOutputs>> {
-    let mut per_row: Vec<RowOutputs> = (0..rows).map(|_| Vec::new()).collect();
-    for (name, view) in outputs.iter() {
-        let shape = view.shape();
-        if shape.first().is_none_or(|&b| b < rows) {
-            return Err(Error::Shape { what: "batched output vs batch rows", expected: vec![layout.batch], got: shape.to_vec() });
+/// Each live row's selected outputs, in `live`'s order (row `r` of the
+/// batch is `live[r]`). Rows of one selection are computed together (one
+/// pooling per batch); an error fails only the rows of that selection.
+fn split_rows(layout: &BatchLayout, outputs: &Outputs<'_>, live: &[Item]) -> Vec<Result<RowOutputs>> {
+    let mut per_row: Vec<Option<Result<RowOutputs>>> = (0..live.len()).map(|_| None).collect();
+    for first in 0..live.len() {
+        if per_row[first].is_some() {
+            continue;
         }
-        for (r, out) in per_row.iter_mut().enumerate() {
-            let len = layout.lengths.get(r).copied().unwrap_or(layout.seq_len);
-            let row = match view {
-                OutputView::F32(v) => row_of(v, r, len, layout.seq_len, |x| x),
-                OutputView::F16(v) => row_of(v, r, len, layout.seq_len, f32::from),
-                OutputView::BF16(v) => row_of(v, r, len, layout.seq_len, f32::from),
-            };
-            out.push((name.to_string(), row));
+        let selection = &live[first].request.selection;
+        let indices: Vec<usize> =
+            (first..live.len()).filter(|&r| per_row[r].is_none() && Arc::ptr_eq(&live[r].request.selection, selection)).collect();
+        match selection.split(layout, outputs, &indices) {
+            Ok(rows) => {
+                for (&r, row) in indices.iter().zip(rows) {
+                    per_row[r] = Some(Ok(row));
+                }
+            }
+            Err(e) => {
+                let message = e.to_string();
+                for &r in &indices {
+                    per_row[r] = Some(Err(Error::InvalidConfig(format!("selected outputs: {message}"))));
+                }
+            }
         }
     }
-    Ok(per_row)
-}
-
-fn row_of<T: Copy>(v: &ArrayViewD<'_, T>, r: usize, len: usize, seq_len: usize, to_f32: impl Fn(T) -> f32) -> ArrayD<f32> {
-    let row = v.index_axis(Axis(0), r);
-    let row = if v.ndim() >= 3 && v.shape()[1] == seq_len { row.slice_axis(Axis(0), Slice::from(..len)) } else { row };
-    row.mapv(to_f32)
+    per_row.into_iter().map(|r| r.unwrap_or_else(|| Err(Error::InvalidConfig("a row left without outputs".into())))).collect()
 }

@@ -21,8 +21,8 @@ use crate::api_model::{self as api, Item};
 use crate::error::ServeError;
 use crate::service::Service;
 use crate::tei::request::Truncate;
-use crate::text_model::EMBEDDING;
 use crate::vectors::{base64_f32, truncate_dims};
+use trt_nlp::EMBEDDING;
 
 type Shared = State<Arc<Service>>;
 

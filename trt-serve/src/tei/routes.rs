@@ -29,8 +29,8 @@ use super::request::{self, Sequence};
 use super::TeiError;
 use crate::api_model::{self as api, Item};
 use crate::service::Service;
-use crate::text_model::EMBEDDING;
 use crate::vectors::truncate_dims;
+use trt_nlp::EMBEDDING;
 
 type Shared = State<Arc<Service>>;
 type Body = Result<Bytes, BytesRejection>;

@@ -1,0 +1,324 @@
+//! The text model: texts in, answers out, on any [`Backend`]. One place for
+//! what happens after the tokens ran, used by [`Embedder`](crate::Embedder),
+//! [`Classifier`](crate::Classifier), the batching scheduler's workers and
+//! servers alike.
+//!
+//! | piece | what it holds |
+//! |---|---|
+//! | [`TextModel`] | a backend, its tokenizer pipeline and its [`Head`]; `embed`, `classify`, and `run` for any [`Selection`] |
+//! | [`Head`] | how outputs become answers: labels, pooling, normalisation (from a model folder: `config.json`, `1_Pooling/config.json`, `modules.json`) |
+//! | [`Selection`] | which outputs a caller wants: raw model outputs by name, and the pooled [`EMBEDDING`]; computed per batch or per row |
+//! | [`OutputRows`] | one selected output for some texts, as f32 rows; rows of different batches put together |
+//!
+//! The batching scheduler computes a request's [`Selection`] in its workers
+//! ([`Request::select`](crate::batching::Request::select)), so what comes
+//! back are the rows asked for, pooled where asked, never whole batches.
+//!
+//! ```no_run
+//! use trt_nlp::backend::{BackendChoice, BackendOptions};
+//! use trt_nlp::{HelperOptions, TextModel};
+//!
+//! # fn main() -> trt_nlp::Result<()> {
+//! let model = TextModel::open("models/minilm", BackendChoice::Auto, &BackendOptions::default(), &HelperOptions::default())?;
+//! let embeddings = model.embed(&["A first text.", "And a second one."])?; // [2, dim]
+//! let selection = model.select(&["embedding", "last_hidden_state"])?;
+//! let out = model.run(&["Raw and pooled outputs at once."], &selection)?;
+//! assert_eq!(out.tensors[0].shape, [1, embeddings.ncols()]);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ndarray::{Array2, ArrayView1};
+
+use crate::backend::{Backend, BackendChoice, BackendOptions};
+use crate::texts::for_each_batch;
+use crate::{
+    softmax, top_k, BatchLayout, EncodedBatch, Error, HelperOptions, Labels, ModelFolder, ModelLayout, Pooling, Prediction, Result,
+    TokenRow, TokenizerPipeline,
+};
+
+mod selection;
+mod tensor;
+
+pub(crate) use selection::RowOutputs;
+pub use selection::{Selected, Selection, Source, EMBEDDING};
+pub use tensor::OutputRows;
+
+/// How a model's outputs become answers: the class names of its logits, and
+/// how its hidden states become one embedding per text.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Head {
+    /// Class names, by logit index.
+    pub labels: Labels,
+    /// How hidden states pool.
+    pub pooling: Pooling,
+    /// Whether embeddings are L2-normalised.
+    pub normalize: bool,
+}
+
+impl Default for Head {
+    /// Default labels (`LABEL_i`), mean pooling, normalised: what a model
+    /// folder without `config.json`, `1_Pooling/` or `modules.json` gives.
+    fn default() -> Self {
+        Head { labels: Labels::default(), pooling: Pooling::Mean, normalize: true }
+    }
+}
+
+impl Head {
+    /// A head from its parts.
+    pub fn new(labels: Labels, pooling: Pooling, normalize: bool) -> Self {
+        Head { labels, pooling, normalize }
+    }
+
+    /// What a model folder's files say ([`ModelFolder`]).
+    pub fn of(folder: &ModelFolder) -> Self {
+        Head { labels: folder.labels.clone(), pooling: folder.pooling, normalize: folder.normalize }
+    }
+}
+
+/// One text's classification: its logits and its `k` best labels.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Classification {
+    /// The raw logits, one per class.
+    pub logits: Vec<f32>,
+    /// The most probable labels, best first, with softmax scores.
+    pub top: Vec<Prediction>,
+}
+
+/// What [`TextModel::run`] computed, and where its time went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextOutputs {
+    /// One per selected output, in selection order, one row per text in the
+    /// caller's order.
+    pub tensors: Vec<OutputRows>,
+    /// Time spent tokenizing.
+    pub tokenize: Duration,
+    /// Time the backend spent on the batches (tokenizing excluded).
+    pub compute: Duration,
+}
+
+impl TextOutputs {
+    /// The output called `name`.
+    pub fn get(&self, name: &str) -> Option<&OutputRows> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+}
+
+/// A text model ready to run: `&self` methods, callable from many threads
+/// (each batch takes one of the backend's instances).
+pub struct TextModel {
+    backend: Arc<dyn Backend>,
+    pipeline: Arc<TokenizerPipeline>,
+    head: Head,
+}
+
+impl std::fmt::Debug for TextModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextModel").field("backend", &self.backend.name()).field("head", &self.head).finish_non_exhaustive()
+    }
+}
+
+impl TextModel {
+    /// A model over `backend`, tokenizing with `pipeline` (its `max_len` must fit the model).
+    pub fn new(backend: Arc<dyn Backend>, pipeline: impl Into<Arc<TokenizerPipeline>>, head: Head) -> Self {
+        TextModel { backend, pipeline: pipeline.into(), head }
+    }
+
+    /// A model from a model folder or file ([`ModelFolder`]): its tokenizer
+    /// and head, on the backend `choice` picks.
+    pub fn open(model: impl AsRef<Path>, choice: BackendChoice, backend: &BackendOptions, options: &HelperOptions) -> Result<Self> {
+        Self::from_folder(&ModelFolder::open(model)?, choice, backend, options)
+    }
+
+    /// A model from an opened [`ModelFolder`].
+    pub fn from_folder(folder: &ModelFolder, choice: BackendChoice, backend: &BackendOptions, options: &HelperOptions) -> Result<Self> {
+        let backend = folder.backend(choice, backend)?;
+        let pipeline = options.pipeline(&folder.tokenizer, &*backend)?;
+        Ok(Self::new(backend, pipeline, Head::of(folder)))
+    }
+
+    /// The backend it runs on.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    /// The tokenizer pipeline (shared with a batching scheduler).
+    pub fn pipeline(&self) -> &Arc<TokenizerPipeline> {
+        &self.pipeline
+    }
+
+    /// How outputs become answers.
+    pub fn head(&self) -> &Head {
+        &self.head
+    }
+
+    /// Class names.
+    pub fn labels(&self) -> &Labels {
+        &self.head.labels
+    }
+
+    /// The model's inputs, outputs and batch and sequence ranges.
+    pub fn layout(&self) -> &ModelLayout {
+        self.backend.layout()
+    }
+
+    /// Largest batch the backend runs at once (at least 1).
+    pub fn max_batch(&self) -> usize {
+        self.layout().max_batch.max(1)
+    }
+
+    /// Longest sequence the backend takes (at least 1; longer texts are truncated).
+    pub fn max_seq(&self) -> usize {
+        self.layout().max_seq.max(1)
+    }
+
+    /// Batches that can run at once (at least 1).
+    pub fn instances(&self) -> usize {
+        self.backend.instances().max(1)
+    }
+
+    /// The outputs called `names` ([`Selection::by_names`]), pooled with this model's head.
+    pub fn select<S: AsRef<str>>(&self, names: &[S]) -> Result<Selection> {
+        Selection::by_names(self.layout(), names, self.head.pooling, self.head.normalize)
+    }
+
+    /// The pooled [`EMBEDDING`] alone; fails when the model has no `[batch, seq, dim]` output.
+    pub fn embedding(&self) -> Result<Selection> {
+        Selection::embedding(self.layout(), self.head.pooling, self.head.normalize)
+    }
+
+    /// The `[batch, labels]` logits alone; fails when the model has none.
+    pub fn logits(&self) -> Result<Selection> {
+        let logits = self
+            .layout()
+            .output_of_rank(2)
+            .ok_or_else(|| Error::InvalidConfig("the model has no [batch, labels] output (logits)".into()))?;
+        self.select(&[logits.name.as_str()])
+    }
+
+    /// Embeddings of `texts`, `[texts.len(), dim]`, in their order. Texts are
+    /// run in batches of similar length (fewer padded tokens); an empty input
+    /// gives a `[0, 0]` array.
+    pub fn embed<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<Array2<f32>> {
+        let selection = self.embedding()?;
+        let mut all: Option<Array2<f32>> = None;
+        for_each_batch(&*self.backend, &self.pipeline, texts, |rows, layout, outputs| {
+            let pooled = one(selection.tensors(layout, outputs, rows.len())?)?;
+            let all = all.get_or_insert_with(|| Array2::zeros((texts.len(), pooled.row_len())));
+            for (k, &i) in rows.iter().enumerate() {
+                let row = pooled
+                    .row(k)
+                    .ok_or_else(|| Error::InvalidConfig(format!("pooled output has {} rows, not {}", pooled.rows(), rows.len())))?;
+                all.row_mut(i).assign(&ArrayView1::from(row));
+            }
+            Ok(())
+        })?;
+        Ok(all.unwrap_or_else(|| Array2::zeros((0, 0))))
+    }
+
+    /// The logits and the `k` most probable labels of each text, in their
+    /// order. Texts are run in batches of similar length; an empty input
+    /// gives an empty result.
+    pub fn classify<S: AsRef<str> + Sync>(&self, texts: &[S], k: usize) -> Result<Vec<Classification>> {
+        let selection = self.logits()?;
+        let mut all: Vec<Option<Classification>> = vec![None; texts.len()];
+        for_each_batch(&*self.backend, &self.pipeline, texts, |rows, layout, outputs| {
+            let logits = one(selection.tensors(layout, outputs, rows.len())?)?;
+            let logits = Array2::from_shape_vec((logits.rows(), logits.row_len()), logits.values)
+                .map_err(|e| Error::InvalidConfig(format!("logits: {e}")))?;
+            let top = top_k(softmax(logits.view()).view(), k, &self.head.labels);
+            for ((&i, row), top) in rows.iter().zip(logits.rows()).zip(top) {
+                all[i] = Some(Classification { logits: row.to_vec(), top });
+            }
+            Ok(())
+        })?;
+        Ok(all.into_iter().flatten().collect())
+    }
+
+    /// The `selection` of `texts`, one row per text in their order. Texts
+    /// are run in the given order, in batches of at most
+    /// [`max_batch`](Self::max_batch) (a batch smaller than the model's
+    /// smallest is padded with empty texts, whose rows are dropped); a
+    /// `[batch, seq, ...]` output is padded to the longest batch's length.
+    /// Fails on an empty input.
+    pub fn run<S: AsRef<str> + Sync>(&self, texts: &[S], selection: &Selection) -> Result<TextOutputs> {
+        let mut padded: Vec<&str> = Vec::with_capacity(self.max_batch().max(self.layout().min_batch));
+        let min_batch = self.layout().min_batch;
+        self.run_batches(texts.len(), selection, &mut |range, batch| {
+            padded.clear();
+            padded.extend(texts[range].iter().map(|t| t.as_ref()));
+            if padded.len() < min_batch {
+                padded.resize(min_batch, "");
+            }
+            self.pipeline.encode_into(&padded, batch)
+        })
+    }
+
+    /// [`run`](Self::run) for rows tokenized earlier (text pairs, ready
+    /// token ids, texts cut from the left; see [`TokenizerPipeline::pack`]).
+    pub fn run_rows(&self, rows: &[TokenRow], selection: &Selection) -> Result<TextOutputs> {
+        let min_batch = self.layout().min_batch;
+        // A batch under the model's smallest is filled with an empty text's row.
+        let filler = if rows.len() < min_batch { self.pipeline.tokenize(&[""])?.pop() } else { None };
+        self.run_batches(rows.len(), selection, &mut |range, batch| {
+            let real = range.len();
+            let fill = filler.iter().cycle().take(min_batch.saturating_sub(real));
+            self.pipeline.pack(rows[range].iter().chain(fill), batch)
+        })
+    }
+
+    /// `n` rows in batches of at most `max_batch`, `encode` writing each
+    /// batch's tokens (the rows of `range`, padded to the model's smallest
+    /// batch), `selection` computed from each and put together.
+    fn run_batches(
+        &self,
+        n: usize,
+        selection: &Selection,
+        encode: &mut dyn FnMut(std::ops::Range<usize>, &mut EncodedBatch<'_>) -> Result<BatchLayout>,
+    ) -> Result<TextOutputs> {
+        if n == 0 {
+            return Err(Error::InvalidConfig("no texts to run".into()));
+        }
+        let mut tokenize = Duration::ZERO;
+        let started = Instant::now();
+        let mut parts: Vec<Vec<OutputRows>> = Vec::new();
+        for start in (0..n).step_by(self.max_batch()) {
+            let range = start..(start + self.max_batch()).min(n);
+            let real = range.len();
+            self.backend.run(
+                &mut |batch| {
+                    let t = Instant::now();
+                    let l = encode(range.clone(), batch);
+                    tokenize += t.elapsed();
+                    l
+                },
+                &mut |l, outs| {
+                    parts.push(selection.tensors(l, outs, real)?);
+                    Ok(())
+                },
+            )?;
+        }
+        let compute = started.elapsed().saturating_sub(tokenize);
+        let tensors = if parts.len() == 1 {
+            parts.pop().unwrap_or_default()
+        } else {
+            (0..selection.outputs().len())
+                .map(|o| OutputRows::concat(&parts.iter().map(|p| p[o].clone()).collect::<Vec<_>>()))
+                .collect::<Result<_>>()?
+        };
+        Ok(TextOutputs { tensors, tokenize, compute })
+    }
+}
+
+/// The one tensor of a one-output selection.
+fn one(mut tensors: Vec<OutputRows>) -> Result<OutputRows> {
+    match (tensors.pop(), tensors.is_empty()) {
+        (Some(t), true) => Ok(t),
+        _ => Err(Error::InvalidConfig("a one-output selection computed another number of outputs".into())),
+    }
+}
