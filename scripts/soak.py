@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Loopback soak of `trt serve` (issue 14, item 3); run through scripts/soak.
+"""Loopback soak of `trt serve`; run through scripts/soak.
 
 Starts `trt serve` on 127.0.0.1 (ephemeral ports) over a repository of the
 default model on ONNX Runtime, then for SECONDS sends a mixed load from a few

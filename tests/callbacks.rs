@@ -69,9 +69,10 @@ unsafe impl trt::OutputCallbacks for Recording {
 
 #[test]
 fn output_allocators_receive_the_current_allocation_and_the_stream() {
-    // Issue 9, item 3: TensorRT's reallocateOutputAsync(name, current, size,
-    // alignment, stream) reaches Rust whole, so an allocator can free `current`
-    // in `stream`'s order. On main the shim dropped `current` and `stream`.
+    // TensorRT's reallocateOutputAsync(name, current, size, alignment,
+    // stream) reaches Rust whole, so an allocator can free `current` in
+    // `stream`'s order; a shim that dropped `current` and `stream` would
+    // leave it no safe moment to free the old buffer.
     use trt_sys::callbacks::OutputSink;
     use trt_sys::ffi;
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));

@@ -296,9 +296,9 @@ fn context_at(engine: &Engine, batch: usize, seq: usize) -> (Device, Stream, Exe
 #[test]
 #[ignore = "needs a GPU that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x; CI has none, the H200 is 9.0)"]
 fn a_graph_replays_the_state_it_was_captured_with_whatever_its_parent_does() {
-    // Issue 9, item 1. On main the graph replayed through the capturing
-    // context itself, so the shape change below changed the state the graph
-    // depends on (main: `context.tensor_shape("logits")` became [1, 2]).
+    // A graph that replayed through the capturing context itself would see
+    // the shape change below change the state it depends on
+    // (`context.tensor_shape("logits")` would become [1, 2]).
     let r = reference();
     let expected = expected_logits(&r, "fp32");
     let (_device, stream, mut parent) = context_at(&engine(false), r.batch, r.seq);
@@ -328,8 +328,8 @@ fn engine_with_two_profiles() -> Engine {
 #[test]
 #[ignore = "needs a GPU that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x; CI has none, the H200 is 9.0)"]
 fn a_profile_switch_waits_for_the_contexts_last_work() {
-    // Issue 9, item 2: on main setOptimizationProfileAsync was enqueued on
-    // stream b with no ordering, so `after` completed while a was held.
+    // setOptimizationProfileAsync enqueued on stream b with no ordering
+    // against a would let `after` complete while a is held.
     let device = Device::new(0).unwrap();
     let (a, b) = (Stream::new(&device).unwrap(), Stream::new(&device).unwrap());
     let engine = engine_with_two_profiles();
@@ -382,8 +382,9 @@ fn fixed_allocator(stream: &Stream, elements: usize) -> (Box<FixedAllocator>, Ar
 #[test]
 #[ignore = "needs a GPU that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x; CI has none, the H200 is 9.0)"]
 fn a_replaced_output_allocator_lives_until_the_work_completes() {
-    // Issue 9, item 3 (and 10: the output is both preallocated and given an
-    // allocator). On main the old allocator was dropped inside set_output_allocator.
+    // The output is both preallocated and given an allocator; dropping the
+    // old allocator inside set_output_allocator would free memory that
+    // queued work still writes.
     let (_device, stream, mut context) = context_at(&engine(false), 2, 8);
     let (first, first_dropped) = fixed_allocator(&stream, 64);
     context.set_output_allocator("logits", first).unwrap();
@@ -408,8 +409,8 @@ fn a_replaced_output_allocator_lives_until_the_work_completes() {
 #[test]
 #[ignore = "needs a GPU that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x; CI has none, the H200 is 9.0)"]
 fn capture_is_refused_for_a_context_with_an_output_allocator() {
-    // Issue 9, item 4: on main the capture went ahead and froze the
-    // allocator's address into the graph.
+    // A capture that went ahead would freeze the allocator's address into
+    // the graph, so a later reallocation would be written past.
     let (_device, stream, mut context) = context_at(&engine(false), 2, 8);
     let (allocator, _) = fixed_allocator(&stream, 64);
     context.set_output_allocator("logits", allocator).unwrap();
@@ -424,8 +425,8 @@ fn capture_is_refused_for_a_context_with_an_output_allocator() {
 #[test]
 #[ignore = "needs two GPUs that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x)"]
 fn contexts_are_created_and_destroyed_on_the_engines_gpu() {
-    // Issue 9, item 5: on main the context's activation memory went to
-    // whichever device was current (device 0 here), not the engine's.
+    // The context's activation memory must go to the engine's device, not
+    // to whichever device is current (device 0 here).
     assert!(trt::cuda::device_count().unwrap() >= 2, "this test needs two GPUs");
     let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
     let builder = Builder::new().unwrap();
@@ -473,7 +474,7 @@ fn every_profile_has_its_formats_and_missing_shapes_are_named() {
 #[test]
 #[ignore = "needs a GPU that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x; CI has none, the H200 is 9.0)"]
 fn a_steady_batch_costs_one_enqueue_and_one_allocation() {
-    // Issue 9, item 12: the same shapes through the same buffers make no
+    // The same shapes through the same buffers make no
     // setInputShape, setTensorAddress, getTensorShape or inferShapes call, and
     // allocate only the bindings' vector.
     let (_device, stream, mut context) = context_at(&engine(false), 2, 8);

@@ -2,7 +2,7 @@
 //! its router binary started on 127.0.0.1 over the same model (ONNX Runtime
 //! backend, mean pooling), killed when the guard drops. TEI is not built
 //! here: `SERVE_BENCH_TEI` names a `text-embeddings-router` built with
-//! `-F ort,http` (docs/notes on issue 13 say how).
+//! `-F ort,http` (docs/measurements/tei-2026-12-01/README.md says how).
 //!
 //! TEI feeds `input_ids`, `attention_mask` and `token_type_ids` as INT64;
 //! the default model takes INT32. TEI gets the same graph and weights with

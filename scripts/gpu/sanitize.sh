@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# NVIDIA compute-sanitizer over the CUDA tests on the GPU test host (issue 14,
-# item 2): memcheck (with leak check), racecheck, synccheck and initcheck over
+# NVIDIA compute-sanitizer over the CUDA tests on the GPU test host:
+# memcheck (with leak check), racecheck, synccheck and initcheck over
 # each prebuilt test binary in .gpu/sanitize/. The host has no Rust: build here,
 # on the development machine, from the repository root:
 #   { cargo test --no-run -p trt-cuda --test cuda; cargo test --no-run -p trt --lib; } 2>&1 | grep -o 'target/debug/deps/[a-z_]*-[0-9a-f]*' | sort -u

@@ -10,7 +10,7 @@
 # the FP32 model is rebuilt there from .gpu/minilm-f16, as serve16.sh does.
 #
 # Pack here, into .gpu/tei/ (xz'd stripped binaries; how TEI is built:
-# docs/notes on issue 13 and /work/tei-build/OUR-CHANGES.diff):
+# docs/measurements/tei-2026-12-01/README.md):
 #   cargo build --release -p trt-cli --bin trt
 #   cargo bench -p trt-cli --bench serve_load --no-run   # prints target/release/deps/serve_load-<hash>
 #   strip -o /tmp/x BIN && xz -9e -T1 -c /tmp/x > .gpu/tei/NAME.xz    # NAME: trt, serve_load, text-embeddings-router

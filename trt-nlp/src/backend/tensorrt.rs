@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn a_data_dependent_output_is_refused_by_name() {
-        // Issue 9, item 11: main sized a one-element buffer for it.
+        // A -1 dimension multiplied in as-is would size a one-element buffer for it.
         let err = staging_len("boxes", &[32, -1, 4]).unwrap_err();
         assert!(err.to_string().contains("output 'boxes'"), "{err}");
         assert!(err.to_string().contains("[32, -1, 4]"), "{err}");
@@ -248,7 +248,7 @@ mod tests {
     #[test]
     #[ignore = "needs a GPU that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x; CI has none, the H200 is 9.0)"]
     fn a_repeated_batch_shape_costs_one_enqueue_and_no_other_tensorrt_call() {
-        // Issue 9, item 12, checked where an engine can run.
+        // Re-binding only what changed, checked where an engine can run.
         let model = trt::setup_dir().join("models/minilm");
         let builder = trt::Builder::new().unwrap();
         let network = trt::OnnxParser::parse_file(&builder, model.join("model.onnx")).unwrap();

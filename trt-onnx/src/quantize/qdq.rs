@@ -9,8 +9,10 @@
 //!   original is dropped once nothing else reads it.
 //! - Never on Softmax, LayerNorm, GELU or data movement: only MatMul/Gemm
 //!   inputs are touched. The attention MatMuls (activation x activation) are
-//!   not weighted and stay float; residual Adds are left float too (see the
-//!   issue's closing note for why).
+//!   not weighted and stay float; residual Adds are left float too: their
+//!   inputs carry the post-LayerNorm outliers (up to about 28 against a
+//!   median of 0.33 on the default model), which one per-tensor INT8 scale
+//!   cannot hold without losing the small values.
 
 use std::collections::HashMap;
 
