@@ -36,6 +36,7 @@ pub mod connections;
 pub mod cors;
 pub mod dispatch;
 pub mod error;
+pub mod gpu_metrics;
 pub mod grpc;
 pub mod http;
 pub mod kserve;

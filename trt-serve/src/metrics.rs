@@ -269,7 +269,9 @@ impl Metrics {
     pub fn render(&self) -> String {
         let mut out = Vec::new();
         TextEncoder::new().encode(&self.registry.gather(), &mut out).expect("text encoding into a Vec cannot fail");
-        String::from_utf8(out).expect("the text format is UTF-8")
+        let mut text = String::from_utf8(out).expect("the text format is UTF-8");
+        text.push_str(&crate::gpu_metrics::render());
+        text
     }
 }
 
