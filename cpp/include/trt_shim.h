@@ -106,6 +106,7 @@ IErrorRecorder &shim_error_recorder();
 IBuilder *create_builder(size_t factory);
 IRuntime *create_runtime(size_t factory);
 IParser *create_onnx_parser(size_t factory, INetworkDefinition &network);
+std::unique_ptr<IRefitter> create_refitter(size_t factory, ICudaEngine &engine);
 
 // ---- builder and config (builder.cc)
 std::unique_ptr<INetworkDefinition> builder_create_network(IBuilder &builder, bool strongly_typed);
@@ -242,6 +243,13 @@ bool context_set_output_allocator(IExecutionContext &context, rust::Str name, Ou
 // Calls reallocateOutputAsync through IOutputAllocator, as TensorRT does (lets tests check the forwarding).
 size_t output_allocator_reallocate(OutputAllocator &allocator, rust::Str name, size_t current, uint64_t size,
                                    uint64_t alignment, size_t stream);
+
+// ---- refit (runtime.cc)
+bool refitter_set_named_weights(IRefitter &refitter, rust::Str name, DataType type, rust::Slice<const uint8_t> bytes,
+                                int64_t count);
+rust::Vec<rust::String> refitter_missing_weights(IRefitter &refitter);
+rust::Vec<rust::String> refitter_all_weights(IRefitter &refitter);
+bool refitter_refit(IRefitter &refitter, size_t stream);
 
 // ---- weight streaming (runtime.cc)
 bool engine_set_weight_streaming_budget(ICudaEngine &engine, int64_t bytes);

@@ -24,4 +24,9 @@ IParser *create_onnx_parser(size_t factory, INetworkDefinition &network) {
   return static_cast<IParser *>(create(&network, &shim_logger(), NV_ONNX_PARSER_VERSION));
 }
 
+std::unique_ptr<IRefitter> create_refitter(size_t factory, ICudaEngine &engine) {
+  auto create = reinterpret_cast<Factory3>(factory);
+  return std::unique_ptr<IRefitter>(static_cast<IRefitter *>(create(&engine, &shim_logger(), NV_TENSORRT_VERSION)));
+}
+
 } // namespace trt_shim

@@ -202,6 +202,40 @@ bool context_set_output_allocator(IExecutionContext &context, rust::Str name, Ou
   return context.setOutputAllocator(str(name).c_str(), &allocator);
 }
 
+bool refitter_set_named_weights(IRefitter &refitter, rust::Str name, DataType type, rust::Slice<const uint8_t> bytes,
+                                int64_t count) {
+  // TensorRT keeps the pointer until the refit: the Rust side holds the bytes that long.
+  Weights w{type, bytes.data(), count};
+  return refitter.setNamedWeights(str(name).c_str(), w);
+}
+
+namespace {
+template <typename F> rust::Vec<rust::String> weight_names(F list) {
+  int32_t n = list(0, nullptr);
+  std::vector<char const *> names(n > 0 ? static_cast<size_t>(n) : 0);
+  if (n > 0) {
+    list(n, names.data());
+  }
+  rust::Vec<rust::String> out;
+  for (char const *name : names) {
+    out.push_back(string_or_empty(name));
+  }
+  return out;
+}
+} // namespace
+
+rust::Vec<rust::String> refitter_missing_weights(IRefitter &refitter) {
+  return weight_names([&](int32_t n, char const **names) { return refitter.getMissingWeights(n, names); });
+}
+
+rust::Vec<rust::String> refitter_all_weights(IRefitter &refitter) {
+  return weight_names([&](int32_t n, char const **names) { return refitter.getAllWeights(n, names); });
+}
+
+bool refitter_refit(IRefitter &refitter, size_t stream) {
+  return refitter.refitCudaEngineAsync(reinterpret_cast<cudaStream_t>(stream));
+}
+
 bool engine_set_weight_streaming_budget(ICudaEngine &engine, int64_t bytes) {
   return engine.setWeightStreamingBudgetV2(bytes);
 }

@@ -52,6 +52,8 @@ enum Command {
     Inspect(cmd::inspect::Args),
     /// Measure a plan's latency and throughput on the GPU.
     Bench(cmd::bench::Args),
+    /// New weights for a refittable plan, from an ONNX model or a safetensors file.
+    Refit(cmd::refit::Args),
     /// Tokenize texts into input_ids and attention_mask (one JSON line per text).
     Tokenize(cmd::tokenize::Args),
     /// Classify texts with a sequence-classification model (plan, ONNX or model folder).
@@ -110,6 +112,7 @@ fn main() -> ExitCode {
         Command::Build(a) => cmd::build::run(a),
         Command::Inspect(a) => cmd::inspect::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Refit(a) => cmd::refit::run(a),
         Command::Tokenize(a) => cmd::tokenize::run(a),
         Command::Classify(a) => cmd::nlp::classify(a),
         Command::Embed(a) => cmd::nlp::embed(a),

@@ -407,6 +407,7 @@ pub mod ffi {
         type IBuilderConfig;
         type INetworkDefinition;
         type IOptimizationProfile;
+        type IRefitter;
         type IHostMemory;
         type ITimingCache;
         type ITensor;
@@ -638,6 +639,14 @@ pub mod ffi {
         ) -> Result<UniquePtr<IExecutionContext>>;
 
         fn context_set_profile(context: Pin<&mut IExecutionContext>, profile: i32, stream: usize) -> Result<bool>;
+        // refit (the plan must be built refittable)
+        fn create_refitter(factory: usize, engine: Pin<&mut ICudaEngine>) -> Result<UniquePtr<IRefitter>>;
+        fn refitter_set_named_weights(refitter: Pin<&mut IRefitter>, name: &str, dtype: DataType, bytes: &[u8], count: i64)
+            -> Result<bool>;
+        fn refitter_missing_weights(refitter: Pin<&mut IRefitter>) -> Result<Vec<String>>;
+        fn refitter_all_weights(refitter: Pin<&mut IRefitter>) -> Result<Vec<String>>;
+        /// `refitCudaEngineAsync` on the raw `cudaStream_t`.
+        fn refitter_refit(refitter: Pin<&mut IRefitter>, stream: usize) -> Result<bool>;
         // weight streaming (the plan must be built with BuilderFlag::kWEIGHT_STREAMING)
         fn engine_set_weight_streaming_budget(engine: Pin<&mut ICudaEngine>, bytes: i64) -> Result<bool>;
         fn engine_weight_streaming_budget(engine: &ICudaEngine) -> Result<i64>;

@@ -213,6 +213,11 @@ impl EngineInner {
     pub(crate) fn get(&self) -> &ffi::ICudaEngine {
         self.raw.as_ref().expect("non-null engine")
     }
+
+    /// The runtime that deserialized it (and so the library to make a refitter with).
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self._runtime
+    }
 }
 
 /// A deserialized engine. Cheap to clone (`Arc`); `Send + Sync`.

@@ -59,6 +59,7 @@ mod pool;
 mod profile;
 pub mod profiler;
 mod raw;
+mod refit;
 mod serialized;
 mod shape;
 mod timing_cache;
@@ -89,6 +90,7 @@ pub use pool::{Checkout, ContextPool, Pool, PooledContext};
 pub use profile::{OptimizationProfile, ProfileSpec, ShapeRange};
 pub use profiler::{LayerTime, LayerTimes, Profiler, ProfilerCallbacks};
 pub use raw::AsRaw;
+pub use refit::Refitter;
 pub use serialized::SerializedEngine;
 pub use timing_cache::TimingCache;
 /// CUDA devices, streams, events, buffers and graphs: the `trt-cuda` crate.

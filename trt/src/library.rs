@@ -186,6 +186,8 @@ pub struct Library {
     builder_factory: Option<usize>,
     runtime_factory: usize,
     parser: Option<(PathBuf, usize)>,
+    // The lean runtime has no refitter.
+    refitter_factory: Option<usize>,
 }
 
 impl Library {
@@ -242,8 +244,9 @@ impl Library {
             }
             None => None,
         };
+        let refitter_factory = symbol(lib, &path, "createInferRefitter_INTERNAL").ok();
         log::info!(target: "trt", "loaded {version} from {}", path.display());
-        Ok(Library { kind, path, version, builder_factory, runtime_factory, parser })
+        Ok(Library { kind, path, version, builder_factory, runtime_factory, parser, refitter_factory })
     }
 
     /// Which library this is.
@@ -276,6 +279,10 @@ impl Library {
 
     pub(crate) fn parser_factory(&self) -> Result<usize> {
         self.parser.as_ref().map(|(_, f)| *f).ok_or(Error::Unsupported { feature: "the ONNX parser", version: self.describe_kind() })
+    }
+
+    pub(crate) fn refitter_factory(&self) -> Result<usize> {
+        self.refitter_factory.ok_or(Error::Unsupported { feature: "the refitter", version: self.describe_kind() })
     }
 
     fn describe_kind(&self) -> String {

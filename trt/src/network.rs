@@ -259,7 +259,7 @@ pub enum HostData<'a> {
 }
 
 impl HostData<'_> {
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             HostData::F32(v) => v.len(),
             HostData::F16(v) => v.len(),
@@ -272,7 +272,7 @@ impl HostData<'_> {
     }
 
     /// Element type and little-endian bytes, converted to FP16 when asked.
-    fn to_bytes(&self, precision: Precision) -> (DataType, Box<[u8]>) {
+    pub(crate) fn to_bytes(&self, precision: Precision) -> (DataType, Box<[u8]>) {
         let as_bytes = |b: &[u8]| b.to_vec().into_boxed_slice();
         match (self, precision) {
             (HostData::F32(v), Precision::Fp16) => {

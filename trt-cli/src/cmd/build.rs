@@ -90,8 +90,12 @@ pub struct Args {
 
     /// Build for weight streaming (`trt bench --weight-budget` then limits the
     /// device memory its weights use); not together with refit.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "refit")]
     pub weight_streaming: bool,
+
+    /// Build a refittable plan (`trt refit PLAN --weights ...` sets new weights later).
+    #[arg(long)]
+    pub refit: bool,
 
     /// How to show build progress.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
@@ -241,6 +245,9 @@ pub fn run(args: Args) -> Result<()> {
     if args.weight_streaming {
         config.set_weight_streaming(true)?;
     }
+    if args.refit {
+        config.set_refittable(true)?;
+    }
     let inputs = network.inputs();
     // Warnings about filled-in shapes come after validation: an unknown name is an error, not a warning.
     let (specs, warnings) = match args.shapes().profile(&inputs)? {
@@ -299,6 +306,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     if args.weight_streaming {
         s.push_str("  weights       streamable (set a budget with trt bench --weight-budget)\n");
+    }
+    if args.refit {
+        s.push_str("  weights       refittable (trt refit PLAN --weights ...)\n");
     }
     if let (Some(path), Some(read), Some(written)) = (&args.timing_cache, cache_read, cache_written) {
         let read = if read == 0 { "new".to_owned() } else { format!("read {}", output::bytes(read)) };

@@ -9,5 +9,6 @@ pub mod demo;
 pub mod inspect;
 pub mod nlp;
 pub mod quantize;
+pub mod refit;
 pub mod serve;
 pub mod tokenize;
