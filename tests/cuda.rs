@@ -10,7 +10,7 @@ use half::{bf16, f16};
 use std::time::Duration;
 use trt_cuda::{
     device_count, driver_available, driver_version, is_capture_error, CaptureMode, CudaGraph, Device, DeviceBuffer, Element, Event,
-    GraphResource, PinnedBuffer, Stream, StreamGate, DEVICE_ALIGNMENT,
+    GraphResource, PinnedBuffer, Pool, Stream, StreamGate, DEVICE_ALIGNMENT,
 };
 use trt_cuda::{ElementType, Error};
 
@@ -537,4 +537,53 @@ fn no_memory_is_kept_after_drops() {
     println!("free device memory before {} MiB, after 20 rounds of 2 x 256 MiB: {} MiB", before >> 20, after >> 20);
     assert!(after + (64 << 20) >= before, "lost {} MiB", (before - after) >> 20);
     device.check_deferred_error().unwrap();
+}
+
+/// The pool under `ContextPool`, checked out from many threads, each item a
+/// stream with its buffers doing real copies (no TensorRT engine can run here,
+/// so execution contexts themselves are exercised in tests/execution.rs).
+#[test]
+#[ignore = "needs a CUDA GPU (run with --include-ignored on the GPU host)"]
+fn pool_checkout_from_many_threads() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (device, _stream) = gpu();
+    let n = 1 << 16;
+    let items: Vec<_> = (0..3)
+        .map(|_| {
+            let stream = Stream::new(&device).unwrap();
+            let buf = DeviceBuffer::<i32>::zeros(n, &stream).unwrap();
+            let pinned = PinnedBuffer::<i32>::zeros(&device, n).unwrap();
+            (stream, buf, pinned, 0usize)
+        })
+        .collect();
+    let pool = Pool::from_items(items);
+    let in_use = AtomicUsize::new(0);
+    let max_in_use = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for t in 0..12i32 {
+            let (pool, in_use, max_in_use) = (&pool, &in_use, &max_in_use);
+            scope.spawn(move || {
+                for it in 0..20i32 {
+                    let mut item = pool.checkout();
+                    let now = in_use.fetch_add(1, Ordering::SeqCst) + 1;
+                    max_in_use.fetch_max(now, Ordering::SeqCst);
+                    let (stream, buf, pinned, uses) = &mut *item;
+                    let v = t * 1000 + it;
+                    pinned.as_mut_slice().unwrap().fill(v);
+                    buf.copy_from_pinned(pinned, stream).unwrap();
+                    pinned.as_mut_slice().unwrap().fill(-1);
+                    buf.copy_to_pinned(pinned, stream).unwrap();
+                    assert!(pinned.as_slice().unwrap().iter().all(|&x| x == v), "thread {t} iteration {it}");
+                    *uses += 1;
+                    in_use.fetch_sub(1, Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    assert!(max_in_use.load(Ordering::SeqCst) <= 3, "more items out than the pool holds");
+    let all: Vec<_> = (0..3).map(|_| pool.try_checkout().expect("every item returned")).collect();
+    assert!(pool.try_checkout().is_none());
+    let total: usize = all.iter().map(|item| item.3).sum();
+    assert_eq!(total, 12 * 20);
+    println!("pool: 12 threads x 20 checkouts over 3 items, max {} out at once, {total} uses counted", max_in_use.load(Ordering::SeqCst));
 }

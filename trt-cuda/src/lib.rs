@@ -18,6 +18,7 @@
 //! | [`DeviceBuffer<T>`] | a typed device allocation (`cuMemAllocAsync`) | [`DeviceBuffer::zeros`] |
 //! | [`PinnedBuffer<T>`] | typed page-locked host memory (`cuMemHostAlloc`) | [`PinnedBuffer::zeros`] |
 //! | [`CudaGraph`] | a captured, instantiated CUDA graph | [`CudaGraph::capture`] |
+//! | [`Pool`] | a fixed set of items (streams with their buffers, ...) checked out one thread at a time | [`Pool::from_items`] |
 //! | [`StreamGate`] | a host-opened hold on a stream (observing orderings) | [`StreamGate::close`] |
 //!
 //! # Without a driver
@@ -93,6 +94,7 @@ mod error;
 mod gate;
 mod graph;
 mod pinned;
+mod pool;
 mod stream;
 
 pub use buffer::{DeviceBuffer, DevicePtrGuard};
@@ -103,6 +105,7 @@ pub use error::{Error, Result};
 pub use gate::StreamGate;
 pub use graph::{is_capture_error, CaptureMode, CudaGraph, GraphCapture, GraphResource};
 pub use pinned::PinnedBuffer;
+pub use pool::{Checkout, Pool};
 pub use stream::{Event, Stream};
 
 /// The raw CUDA stream handle (`CUstream`, the same handle as the runtime's `cudaStream_t`).

@@ -86,7 +86,8 @@ pub use network::{
     Activation, ElementWise, HostData, LayerInfo, LayerKind, MatrixOp, Network, Precision, Reduce, Tensor, TensorInfo, Unary,
 };
 pub use onnx::{OnnxParser, ParsedNetwork};
-pub use pool::{Checkout, ContextPool, Pool, PooledContext};
+pub use pool::{ContextPool, PooledContext};
+pub use trt_cuda::{Checkout, Pool};
 pub use profile::{OptimizationProfile, ProfileSpec, ShapeRange};
 pub use profiler::{LayerTime, LayerTimes, Profiler, ProfilerCallbacks};
 pub use raw::AsRaw;

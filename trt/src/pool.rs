@@ -1,14 +1,11 @@
-//! Pools for serving from many threads: [`Pool`] is a blocking checkout/return
-//! pool of any items; [`ContextPool`] is a pool of execution contexts, each with
-//! its own stream, its own optimization profile (context i uses profile i mod
-//! the engine's profile count) and optional per-context state `S` (e.g.
-//! staging buffers sized for the profile), made once when the pool is built.
-//! `checkout` blocks until an item is free; the guard returns it on drop.
-
-use std::sync::{Condvar, Mutex};
+//! [`ContextPool`]: a pool of execution contexts for serving from many
+//! threads, each with its own stream, its own optimization profile (context i
+//! uses profile i mod the engine's profile count) and optional per-context
+//! state `S` (e.g. staging buffers sized for the profile), made once when the
+//! pool is built. The pool itself is [`trt_cuda::Pool`] (`trt::Pool`).
 
 use crate::context::ExecutionContext;
-use crate::cuda::{Device, Stream};
+use crate::cuda::{Checkout, Device, Pool, Stream};
 use crate::engine::Engine;
 use crate::Result;
 
@@ -23,30 +20,21 @@ pub struct PooledContext<S = ()> {
     pub state: S,
 }
 
-/// A fixed set of items handed out one thread at a time. `Send + Sync` when `T: Send`.
-pub struct Pool<T> {
-    free: Mutex<Vec<T>>,
-    returned: Condvar,
-    size: usize,
-}
-
-impl<T> std::fmt::Debug for Pool<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pool").field("size", &self.size).finish()
-    }
-}
-
 /// N execution contexts of one engine, with their streams and state.
-pub type ContextPool<S = ()> = Pool<PooledContext<S>>;
+/// `Send + Sync` when `S: Send`.
+#[derive(Debug)]
+pub struct ContextPool<S = ()> {
+    pool: Pool<PooledContext<S>>,
+}
 
-impl Pool<PooledContext<()>> {
+impl ContextPool<()> {
     /// `size` contexts of `engine` on `device`.
     pub fn new(engine: &Engine, device: &Device, size: usize) -> Result<Self> {
         Self::with_state(engine, device, size, |_, _| Ok(()))
     }
 }
 
-impl<S> Pool<PooledContext<S>> {
+impl<S> ContextPool<S> {
     /// `size` contexts of `engine` on `device`, each with state made by `make`
     /// (given the context, after its profile is set, and its stream).
     pub fn with_state(
@@ -68,66 +56,21 @@ impl<S> Pool<PooledContext<S>> {
             let state = make(&mut context, &stream)?;
             free.push(PooledContext { context, stream, state });
         }
-        Ok(Pool::from_items(free))
-    }
-}
-
-impl<T> Pool<T> {
-    /// A pool of these items (at least one: `checkout` on an empty pool would wait forever).
-    pub fn from_items(items: Vec<T>) -> Self {
-        assert!(!items.is_empty(), "a pool needs at least one item");
-        let size = items.len();
-        Pool { free: Mutex::new(items), returned: Condvar::new(), size }
+        Ok(ContextPool { pool: Pool::from_items(free) })
     }
 
-    /// Number of items.
+    /// Number of contexts.
     pub fn size(&self) -> usize {
-        self.size
+        self.pool.size()
     }
 
-    /// Take a free item, waiting for one if all are in use.
-    pub fn checkout(&self) -> Checkout<'_, T> {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(item) = free.pop() {
-                return Checkout { pool: self, item: Some(item) };
-            }
-            free = self.returned.wait(free).unwrap_or_else(|e| e.into_inner());
-        }
+    /// Take a free context, waiting for one if all are in use.
+    pub fn checkout(&self) -> Checkout<'_, PooledContext<S>> {
+        self.pool.checkout()
     }
 
-    /// Take a free item if one is available now.
-    pub fn try_checkout(&self) -> Option<Checkout<'_, T>> {
-        let item = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop()?;
-        Some(Checkout { pool: self, item: Some(item) })
-    }
-}
-
-/// A checked-out item; returned to the pool on drop.
-#[derive(Debug)]
-pub struct Checkout<'p, T> {
-    pool: &'p Pool<T>,
-    item: Option<T>,
-}
-
-impl<T> std::ops::Deref for Checkout<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        self.item.as_ref().expect("present until drop")
-    }
-}
-
-impl<T> std::ops::DerefMut for Checkout<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        self.item.as_mut().expect("present until drop")
-    }
-}
-
-impl<T> Drop for Checkout<'_, T> {
-    fn drop(&mut self) {
-        if let Some(item) = self.item.take() {
-            self.pool.free.lock().unwrap_or_else(|e| e.into_inner()).push(item);
-            self.pool.returned.notify_one();
-        }
+    /// Take a free context if one is available now.
+    pub fn try_checkout(&self) -> Option<Checkout<'_, PooledContext<S>>> {
+        self.pool.try_checkout()
     }
 }

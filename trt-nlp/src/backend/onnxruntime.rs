@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use trt::Pool;
+use trt_cuda::Pool;
 use trt_onnx::runtime::{ElementType as OrtType, InputTensor, OutputRef, Session, SessionOptions, TensorInfo};
 
 use crate::backend::ort_cuda::CudaStaging;
