@@ -96,7 +96,7 @@ fn a_model_folder_opens_with_backend_auto() {
     assert_eq!(folder.max_positions, Some(512));
     assert_eq!(folder.labels.name(1), "LABEL_1");
     let c = Classifier::open(&dir, BackendChoice::Auto, &BackendOptions::default(), &HelperOptions::default()).unwrap();
-    if !trt::cuda::driver_available() {
+    if !trt_cuda::driver_available() {
         assert_eq!(c.backend().name(), "onnxruntime");
     }
     println!("backend auto chose {}", c.backend().name());

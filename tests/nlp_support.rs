@@ -12,7 +12,10 @@ use std::process::{Command, Stdio};
 
 /// `$TRT_DEPS_DIR`, else `<workspace>/.deps`.
 pub fn deps_dir() -> PathBuf {
-    trt::setup_dir()
+    match std::env::var_os("TRT_DEPS_DIR").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps")),
+    }
 }
 
 fn require(path: PathBuf) -> PathBuf {

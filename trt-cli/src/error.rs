@@ -33,12 +33,14 @@ impl fmt::Display for CliError {
     }
 }
 
+#[cfg(feature = "tensorrt")]
 impl From<trt::Error> for CliError {
     fn from(e: trt::Error) -> Self {
         CliError(e.to_string())
     }
 }
 
+#[cfg(feature = "tensorrt")]
 impl From<trt::cuda::Error> for CliError {
     fn from(e: trt::cuda::Error) -> Self {
         CliError(e.to_string())
@@ -54,6 +56,8 @@ impl From<trt_nlp::Error> for CliError {
 /// Adds what was being done to an error's message.
 pub trait Context<T> {
     /// `what: cause`.
+    // Only the TensorRT commands call it so far.
+    #[cfg_attr(not(feature = "tensorrt"), allow(dead_code))]
     fn context(self, what: impl FnOnce() -> String) -> Result<T>;
     /// `file: cause`, unless the cause names the file already.
     fn about(self, file: &Path) -> Result<T>;

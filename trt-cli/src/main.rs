@@ -14,6 +14,10 @@
 //! | `trt compare A.onnx B.onnx` | output (and `--layers`) differences, a CI gate | no (ONNX Runtime) |
 //! | `trt serve --model-repository DIR` | KServe v2 / Triton-protocol server (HTTP, gRPC, metrics) | no (ONNX Runtime); plans: yes |
 //!
+//! Built without the `tensorrt` feature (`--no-default-features --features
+//! onnxruntime`), `build`, `inspect`, `bench` and `demo` are absent and the
+//! rest runs on ONNX Runtime alone: no TensorRT headers are needed to build.
+//!
 //! Errors are one line, `error: ...`, naming the file or tensor and the cause;
 //! exit code 1, or 2 for usage errors (clap's).
 //!
@@ -22,10 +26,13 @@
 
 mod cmd;
 mod error;
+#[cfg(feature = "tensorrt")]
 mod gpu;
 mod locate;
 mod output;
+#[cfg(feature = "tensorrt")]
 mod progress;
+#[cfg(feature = "tensorrt")]
 mod shapes;
 
 use std::process::ExitCode;
@@ -47,10 +54,13 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Build a TensorRT plan from an ONNX model.
+    #[cfg(feature = "tensorrt")]
     Build(cmd::build::Args),
     /// Show the inputs, outputs and layers of an ONNX model or a plan.
+    #[cfg(feature = "tensorrt")]
     Inspect(cmd::inspect::Args),
     /// Measure a plan's latency and throughput on the GPU.
+    #[cfg(feature = "tensorrt")]
     Bench(cmd::bench::Args),
     /// New weights for a refittable plan, from an ONNX model or a safetensors file.
     Refit(cmd::refit::Args),
@@ -61,6 +71,7 @@ enum Command {
     /// Embed texts with an encoder model (plan, ONNX or model folder): sentence embeddings.
     Embed(cmd::nlp::EmbedArgs),
     /// Build, inspect and (where the GPU allows) run the embedded default model.
+    #[cfg(feature = "tensorrt")]
     Demo(cmd::demo::Args),
     /// Convert an ONNX model's precision (FP32 to FP16).
     Convert(cmd::convert::Args),
@@ -73,8 +84,10 @@ enum Command {
 }
 
 /// TensorRT's messages on stderr, for `-v`.
+#[cfg(feature = "tensorrt")]
 struct StderrLogger;
 
+#[cfg(feature = "tensorrt")]
 impl trt::logger::Logger for StderrLogger {
     fn log(&self, severity: trt::logger::Severity, message: &str) {
         use trt::logger::Severity as S;
@@ -89,6 +102,7 @@ impl trt::logger::Logger for StderrLogger {
     }
 }
 
+#[cfg(feature = "tensorrt")]
 fn set_up_logging(verbose: u8) {
     use trt::logger::Severity as S;
     // Errors still reach the typed errors (captured per call); the threshold only
@@ -107,15 +121,20 @@ fn set_up_logging(verbose: u8) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    #[cfg(feature = "tensorrt")]
     set_up_logging(cli.verbose);
     let result = match cli.command {
+        #[cfg(feature = "tensorrt")]
         Command::Build(a) => cmd::build::run(a),
+        #[cfg(feature = "tensorrt")]
         Command::Inspect(a) => cmd::inspect::run(a),
+        #[cfg(feature = "tensorrt")]
         Command::Bench(a) => cmd::bench::run(a),
         Command::Refit(a) => cmd::refit::run(a),
         Command::Tokenize(a) => cmd::tokenize::run(a),
         Command::Classify(a) => cmd::nlp::classify(a),
         Command::Embed(a) => cmd::nlp::embed(a),
+        #[cfg(feature = "tensorrt")]
         Command::Demo(a) => cmd::demo::run(a),
         Command::Convert(a) => cmd::convert::run(a),
         Command::Quantize(a) => cmd::quantize::run(a),

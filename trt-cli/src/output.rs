@@ -1,5 +1,8 @@
 //! Printing: aligned tables, shapes and sizes, and stdout writes that end
 //! quietly when the reader goes away (`trt tokenize | head`).
+// Most helpers here format engines and plans (inspect, bench, build, demo):
+// unused in a build without the tensorrt feature.
+#![cfg_attr(not(feature = "tensorrt"), allow(dead_code))]
 
 use std::io::Write;
 

@@ -137,6 +137,7 @@ pub enum Error {
     },
 
     /// TensorRT failed (engine, context, bindings).
+    #[cfg(feature = "tensorrt")]
     #[error(transparent)]
     Trt(#[from] trt::Error),
 

@@ -2,12 +2,13 @@
 //! model, whichever backend runs it: which inputs are token tensors (by their
 //! usual names), their dtype, the batch and sequence ranges it accepts, and
 //! its float outputs. A TensorRT engine's comes from its I/O and profiles
-//! ([`ModelLayout::from_io`]); an ONNX Runtime session's from its inputs and
+//! (`ModelLayout::from_io`, the `tensorrt` feature); an ONNX Runtime session's from its inputs and
 //! the limits the caller chose ([`ModelLayout::new`]).
 //!
 //! Pure data in, pure data out: tested without a GPU on hand-made I/O lists and
 //! on networks parsed from ONNX.
 
+#[cfg(feature = "tensorrt")]
 use trt::{IoMode, IoTensor};
 
 use crate::ElementType;
@@ -48,6 +49,7 @@ impl ModelLayout {
     /// Discover the layout from an engine's I/O. Every input must be a
     /// `[batch, seq]` token tensor named `input_ids`, `attention_mask` or
     /// `token_type_ids`, of dtype i32 or i64; outputs must be float tensors.
+    #[cfg(feature = "tensorrt")]
     pub fn from_io(io: &[IoTensor]) -> Result<Self> {
         let mut inputs = Vec::new();
         let mut outputs = Vec::new();

@@ -54,7 +54,15 @@ impl VersionLoader for NlpLoader {
             };
         }
         let choice = match config.platform {
+            #[cfg(feature = "tensorrt")]
             Platform::TensorRtPlan => BackendChoice::TensorRt,
+            #[cfg(not(feature = "tensorrt"))]
+            Platform::TensorRtPlan => {
+                return Err(ServeError::Unavailable(format!(
+                    "model '{}' is a TensorRT plan and this server was built without TensorRT (the tensorrt feature)",
+                    config.name
+                )))
+            }
             Platform::OnnxRuntimeOnnx => BackendChoice::OnnxRuntime,
         };
         let backend = folder.backend(choice, &options).map_err(|e| {

@@ -87,7 +87,6 @@ pub use network::{
 };
 pub use onnx::{OnnxParser, ParsedNetwork};
 pub use pool::{ContextPool, PooledContext};
-pub use trt_cuda::{Checkout, Pool};
 pub use profile::{OptimizationProfile, ProfileSpec, ShapeRange};
 pub use profiler::{LayerTime, LayerTimes, Profiler, ProfilerCallbacks};
 pub use raw::AsRaw;
@@ -96,6 +95,7 @@ pub use serialized::SerializedEngine;
 pub use timing_cache::TimingCache;
 /// CUDA devices, streams, events, buffers and graphs: the `trt-cuda` crate.
 pub use trt_cuda as cuda;
+pub use trt_cuda::{Checkout, Pool};
 /// INT8 calibration data source (TensorRT 10.x).
 #[cfg(trt_weakly_typed)]
 pub use trt_sys::callbacks::CalibratorCallbacks as Int8Calibrator;

@@ -1,11 +1,16 @@
 //! One module per subcommand: its clap arguments and a `run` function.
 
+#[cfg(feature = "tensorrt")]
 pub mod bench;
+#[cfg(feature = "tensorrt")]
 pub mod bench_layers;
+#[cfg(feature = "tensorrt")]
 pub mod build;
 pub mod compare;
 pub mod convert;
+#[cfg(feature = "tensorrt")]
 pub mod demo;
+#[cfg(feature = "tensorrt")]
 pub mod inspect;
 pub mod nlp;
 pub mod quantize;

@@ -25,6 +25,7 @@ pub enum BackendArg {
     #[default]
     Auto,
     /// TensorRT only (plans, or ONNX built into a plan through the engine cache).
+    #[cfg(feature = "tensorrt")]
     Tensorrt,
     /// ONNX Runtime only (ONNX files).
     Onnxruntime,
@@ -34,6 +35,7 @@ impl From<BackendArg> for BackendChoice {
     fn from(b: BackendArg) -> Self {
         match b {
             BackendArg::Auto => BackendChoice::Auto,
+            #[cfg(feature = "tensorrt")]
             BackendArg::Tensorrt => BackendChoice::TensorRt,
             BackendArg::Onnxruntime => BackendChoice::OnnxRuntime,
         }
@@ -103,6 +105,7 @@ fn folder(args: &ModelArgs, labels: Option<&Path>) -> Result<ModelFolder> {
 /// The backend for the folder's model, announced on stderr.
 pub fn backend(folder: &ModelFolder, choice: BackendChoice, instances: usize) -> Result<Arc<dyn Backend>> {
     let mut options = BackendOptions::default();
+    options.engine_cache = crate::locate::engine_cache();
     options.onnxruntime.sessions = instances.max(1);
     options.contexts = instances.max(1);
     let backend = folder.backend(choice, &options).map_err(|e| CliError::new(format!("{}: {e}", folder.model.display())))?;

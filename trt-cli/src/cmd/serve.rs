@@ -237,6 +237,7 @@ pub fn run(a: Args, verbose: u8) -> Result<()> {
     }
     let mut loader = NlpLoader::default();
     loader.backend.onnxruntime.intra_threads = a.threads;
+    loader.backend.engine_cache = crate::locate::engine_cache();
     loader.tokenizer.threads = a.tokenizer_threads;
     let limits = Limits {
         max_body_bytes: a.max_request_bytes,

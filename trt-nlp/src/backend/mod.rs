@@ -7,7 +7,7 @@
 //!
 //! | module | executor | staging |
 //! |---|---|---|
-//! | [`tensorrt`] | TensorRT engine, a pool of execution contexts | the tokenizer writes into pinned host buffers; one upload, one enqueue, one download |
+//! | `tensorrt` (the `tensorrt` feature) | TensorRT engine, a pool of execution contexts | the tokenizer writes into pinned host buffers; one upload, one enqueue, one download |
 //! | [`onnxruntime`] | ONNX Runtime, a pool of sessions | CPU: the tokenizer writes into host buffers that the session reads in place; CUDA: as TensorRT, through IO binding on one stream per session |
 //!
 //! [`open`] picks one for a model file ([`BackendChoice::Auto`]: TensorRT
@@ -27,6 +27,7 @@ pub mod onnxruntime;
 mod ort_cuda;
 mod select;
 mod staging;
+#[cfg(feature = "tensorrt")]
 pub mod tensorrt;
 
 pub(crate) use select::is_plan;

@@ -5,14 +5,20 @@
 //! |---|---|---|---|
 //! | plan | TensorRT (nothing else runs a plan) | TensorRT | error |
 //! | ONNX | TensorRT (plan built once through the engine cache) if every step works here, else ONNX Runtime | TensorRT, or the step that failed | ONNX Runtime |
+//!
+//! Without the `tensorrt` feature, `Auto` is ONNX Runtime, `TensorRt` does not
+//! exist and a plan file is an error that says so.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use trt::cuda::Device;
+#[cfg(feature = "tensorrt")]
 use trt::{Builder, EngineCache, OnnxParser, ProfileSpec, Runtime, SerializedEngine, ShapeRange};
+#[cfg(feature = "tensorrt")]
+use trt_cuda::Device;
 
 use super::onnxruntime::{OrtBackend, OrtBackendOptions};
+#[cfg(feature = "tensorrt")]
 use super::tensorrt::TensorRtBackend;
 use super::Backend;
 use crate::{Error, Result};
@@ -24,7 +30,8 @@ pub enum BackendChoice {
     /// TensorRT where it can run here, else ONNX Runtime.
     #[default]
     Auto,
-    /// TensorRT only.
+    /// TensorRT only (the `tensorrt` feature).
+    #[cfg(feature = "tensorrt")]
     TensorRt,
     /// ONNX Runtime only.
     OnnxRuntime,
@@ -35,7 +42,10 @@ impl std::str::FromStr for BackendChoice {
     fn from_str(s: &str) -> Result<Self> {
         match s {
             "auto" => Ok(Self::Auto),
+            #[cfg(feature = "tensorrt")]
             "tensorrt" | "trt" => Ok(Self::TensorRt),
+            #[cfg(not(feature = "tensorrt"))]
+            "tensorrt" | "trt" => Err(Error::InvalidConfig("backend 'tensorrt': this build has no TensorRT (the tensorrt feature)".into())),
             "onnxruntime" | "ort" => Ok(Self::OnnxRuntime),
             other => Err(Error::InvalidConfig(format!("unknown backend '{other}' (auto, tensorrt, onnxruntime)"))),
         }
@@ -50,11 +60,25 @@ pub struct BackendOptions {
     pub onnxruntime: OrtBackendOptions,
     /// TensorRT execution contexts (0: as many as ONNX Runtime sessions).
     pub contexts: usize,
-    /// Where plans built from ONNX files are kept (default: `cache/` in the setup folder).
+    /// Where plans built from ONNX files are kept; `None`: built in memory
+    /// on every open, kept nowhere.
     pub engine_cache: Option<PathBuf>,
 }
 
 /// The backend for `model` (a plan or an ONNX file) under `choice`.
+#[cfg(not(feature = "tensorrt"))]
+pub fn open(model: &Path, choice: BackendChoice, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
+    match (choice, is_plan(model)) {
+        (_, true) => Err(Error::InvalidConfig(format!(
+            "{} is a TensorRT plan; this build has no TensorRT (the tensorrt feature) and ONNX Runtime runs ONNX files",
+            model.display()
+        ))),
+        (BackendChoice::Auto | BackendChoice::OnnxRuntime, false) => onnxruntime(model, options),
+    }
+}
+
+/// The backend for `model` (a plan or an ONNX file) under `choice`.
+#[cfg(feature = "tensorrt")]
 pub fn open(model: &Path, choice: BackendChoice, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
     let plan = is_plan(model);
     match (choice, plan) {
@@ -85,8 +109,9 @@ fn onnxruntime(model: &Path, options: &BackendOptions) -> Result<Arc<dyn Backend
 }
 
 /// TensorRT on GPU 0, each step's failure a typed error (the caller may fall back).
+#[cfg(feature = "tensorrt")]
 fn tensorrt(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
-    if !trt::cuda::driver_available() {
+    if !trt_cuda::driver_available() {
         return Err(Error::BackendUnavailable { backend: "TensorRT", reason: "no CUDA driver found".into() });
     }
     let device = Device::new(0)?;
@@ -98,6 +123,7 @@ fn tensorrt(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dy
 
 /// The plan of an ONNX file, from the engine cache or built into it, with one
 /// profile over every dynamic input: batch 1..=max_batch, sequence 1..=max_seq.
+#[cfg(feature = "tensorrt")]
 fn build_plan(model: &Path, options: &BackendOptions) -> Result<SerializedEngine> {
     let builder = Builder::new()?;
     let dynamic: Vec<String> = {
@@ -108,12 +134,21 @@ fn build_plan(model: &Path, options: &BackendOptions) -> Result<SerializedEngine
     let (b, s) = (options.onnxruntime.max_batch.max(1) as i64, options.onnxruntime.max_seq.max(1) as i64);
     let range = ShapeRange::new(&[1, 1], &[b.min(8), s.min(128)], &[b, s]);
     let spec = ProfileSpec::new().with_all(&names, range);
-    let cache = EngineCache::new(options.engine_cache.clone().unwrap_or_else(|| trt::setup_dir().join("cache")));
-    let (plan, _) = cache.get_or_build(&builder, model, |config| {
-        config.add_profile(spec)?;
-        Ok(())
-    })?;
-    Ok(plan)
+    match &options.engine_cache {
+        Some(dir) => {
+            let (plan, _) = EngineCache::new(dir).get_or_build(&builder, model, |config| {
+                config.add_profile(spec)?;
+                Ok(())
+            })?;
+            Ok(plan)
+        }
+        None => {
+            let network = OnnxParser::parse_file(&builder, model)?;
+            let mut config = builder.config()?;
+            config.add_profile(spec)?;
+            Ok(builder.build(&network, &config)?)
+        }
+    }
 }
 
 /// Whether `path` names a TensorRT plan (`.plan`, `.engine`, `.trt`).
