@@ -57,6 +57,9 @@ use trt_nlp::backend::{BackendChoice, BackendOptions};
 use trt_nlp::batching::{BatchingConfig, Grouping, Scheduler};
 use trt_nlp::{Backend, TokenizerPipeline};
 
+#[path = "../tests/common/deps.rs"]
+mod deps;
+
 fn ort(model: &std::path::Path, sessions: usize, intra: usize, max_batch: usize) -> Arc<dyn Backend> {
     let options = OrtBackendOptions { sessions, intra_threads: intra, max_batch, max_seq: 128, ..Default::default() };
     Arc::new(OrtBackend::new(model, &options).expect("the default model loads on ONNX Runtime"))
@@ -74,7 +77,7 @@ fn batching(max_batch: usize, grouping: Grouping, workers: usize) -> BatchingCon
 fn main() {
     let limit = Duration::from_secs_f64(env_f64("BATCHING_BENCH_SECONDS", 3.0));
     let cores = env_usize("BATCHING_BENCH_CORES", std::thread::available_parallelism().map_or(1, |c| c.get()));
-    let deps = trt::setup_dir();
+    let deps = deps::deps_dir();
     let model = deps.join("models/minilm/model.onnx");
     let tokenizer = deps.join("models/minilm/tokenizer.json");
     assert!(model.exists() && tokenizer.exists(), "{} is missing: run scripts/setup", model.display());

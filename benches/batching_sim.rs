@@ -38,6 +38,9 @@ use load::{bench_texts, closed_loop, describe, env_f64, env_usize, Batched, Load
 use trt_nlp::batching::{BatchingConfig, Grouping, Request, Scheduler};
 use trt_nlp::{Backend, TokenRow, TokenizerPipeline};
 
+#[path = "../tests/common/deps.rs"]
+mod deps;
+
 /// Published TensorRT BERT-base FP16 on an A100: batch 1 of 128 tokens.
 const A100_BATCH1_MS: f64 = 0.6;
 /// ... and sequences per second at batch 128 of 128 tokens.
@@ -46,7 +49,7 @@ const A100_BATCH128_SEQ_PER_S: f64 = 8400.0;
 fn main() {
     let seconds = env_f64("BATCHING_BENCH_SECONDS", 2.0);
     let limit = Duration::from_secs_f64(seconds);
-    let tokenizer = trt::setup_dir().join("minilm/tokenizer.json");
+    let tokenizer = deps::deps_dir().join("minilm/tokenizer.json");
     assert!(tokenizer.exists(), "{} is missing: run scripts/setup", tokenizer.display());
     let pipeline = Arc::new(TokenizerPipeline::builder(128).threads(1).from_file(&tokenizer).unwrap());
     let texts = bench_texts(pipeline.tokenizer(), env_usize("BATCHING_BENCH_TEXTS", 600));

@@ -31,6 +31,9 @@ use std::time::Instant;
 use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
 use trt_nlp::{Embedder, HelperOptions, Pooling, TokenizerPipeline};
 
+#[path = "../tests/common/deps.rs"]
+mod deps;
+
 #[path = "support/texts.rs"]
 mod texts;
 
@@ -51,7 +54,7 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let threads = env_usize("EMBED_BENCH_THREADS", cores);
     let batch = env_usize("EMBED_BENCH_BATCH", 32);
-    let deps = trt::setup_dir();
+    let deps = deps::deps_dir();
     let model = require(deps.join("models/minilm/model.onnx"));
     let tokenizer = require(deps.join("models/minilm/tokenizer.json"));
     let python = std::env::var_os("BENCH_PYTHON").map(PathBuf::from).unwrap_or_else(|| require(deps.join("venv/bin/python")));

@@ -34,6 +34,9 @@ use trt_nlp::{EncodedBatch, InputSpec, TokenizerPipeline};
 mod texts;
 use texts::{generate_texts, SEED};
 
+#[path = "../tests/common/deps.rs"]
+mod deps;
+
 const BATCH: usize = 64;
 const MAX_LEN: usize = 128;
 
@@ -45,7 +48,7 @@ fn env_usize(name: &str, default: usize) -> usize {
 }
 
 fn deps_dir() -> PathBuf {
-    trt::setup_dir()
+    deps::deps_dir()
 }
 
 fn require(path: PathBuf) -> PathBuf {

@@ -448,7 +448,9 @@ fn classify_and_embed_check_their_inputs_first() {
     for cmd in ["classify", "embed"] {
         let o = run(&[cmd, p(&plan), "--tokenizer", p(&tokenizer), "hello"]);
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-        if !gpu_present() {
+        if !cfg!(feature = "tensorrt") {
+            assert_user_error(&o, &["m.plan", "this build has no TensorRT"]);
+        } else if !gpu_present() {
             assert_user_error(&o, &["m.plan", "no CUDA driver"]);
         }
         // ONNX Runtime does not run plans.

@@ -7,6 +7,9 @@
 use trt::{DataType, IoMode, IoTensor, ShapeRange};
 use trt_nlp::{Error, InputRole, ModelLayout};
 
+#[path = "common/deps.rs"]
+mod deps;
+
 fn io(name: &str, mode: IoMode, dtype: DataType, shape: &[i64], profiles: Vec<ShapeRange>) -> IoTensor {
     IoTensor {
         name: name.into(),
@@ -72,7 +75,7 @@ fn the_range_every_input_and_profile_accepts_is_used() {
 
 #[test]
 fn rows_are_padded_to_the_profile_minimum_sequence() {
-    let tokenizer = trt::setup_dir().join("minilm/tokenizer.json");
+    let tokenizer = deps::deps_dir().join("minilm/tokenizer.json");
     let pipeline = trt_nlp::TokenizerPipeline::builder(128).min_len(16).threads(1).from_file(&tokenizer).unwrap();
     let [ids, mask, types] = trt_nlp::InputSpec::bert(trt_nlp::ElementType::I32).unwrap();
     let n = pipeline.buffer_len(1);
@@ -136,7 +139,7 @@ mod gpu {
     }
 
     fn minilm(file: &str) -> PathBuf {
-        trt::setup_dir().join("models/minilm").join(file)
+        super::deps::deps_dir().join("models/minilm").join(file)
     }
 
     fn engine() -> trt::Engine {

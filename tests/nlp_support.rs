@@ -12,11 +12,11 @@ use std::process::{Command, Stdio};
 
 /// `$TRT_DEPS_DIR`, else `<workspace>/.deps`.
 pub fn deps_dir() -> PathBuf {
-    match std::env::var_os("TRT_DEPS_DIR").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps")),
-    }
+    deps::deps_dir()
 }
+
+#[path = "common/deps.rs"]
+mod deps;
 
 fn require(path: PathBuf) -> PathBuf {
     assert!(path.exists(), "{} is missing: run scripts/setup (these tests need it; CI runs it first)", path.display());

@@ -6,11 +6,10 @@ use std::path::PathBuf;
 /// The setup folder: `$TRT_DEPS_DIR`, else the workspace's `.deps/` that
 /// `scripts/setup` fills (the tests' default; the libraries have none).
 pub fn deps() -> PathBuf {
-    match std::env::var_os("TRT_DEPS_DIR").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps")),
-    }
+    deps::deps_dir()
 }
+
+mod deps;
 
 /// A file the setup step generates; a missing one fails the test with the fix.
 pub fn generated(rel: &str) -> PathBuf {

@@ -24,9 +24,8 @@ use trt_sys::ffi;
 
 use crate::binding::{check_names, check_tensor, AddressPlan, Bindings, Bound};
 use crate::call::{call, call_bool, call_owned};
-use crate::cuda::{CudaGraph, Device, DeviceBuffer, Stream};
+use crate::cuda::{Device, DeviceBuffer, Stream};
 use crate::engine::{Engine, IoMode};
-use crate::graph::ContextGraph;
 use crate::work::WorkOrder;
 use crate::{Error, Result};
 
@@ -180,10 +179,10 @@ impl ContextCalls {
 
 /// What the context last told TensorRT about one I/O tensor.
 #[derive(Debug, Clone, Default)]
-struct TensorState {
+pub(crate) struct TensorState {
     /// Inputs: the shape set (or the engine's static one); outputs: the shape
     /// TensorRT inferred for the current inputs.
-    shape: Vec<i64>,
+    pub(crate) shape: Vec<i64>,
     /// `shape` is current (outputs go stale when an input shape changes).
     known: bool,
     /// The address last set with `setTensorAddress` (0: null; `None`: not
@@ -195,20 +194,20 @@ struct TensorState {
 pub struct ExecutionContext {
     // Destroyed first (field order), after `Drop::drop` waited for its work.
     raw: cxx::UniquePtr<ffi::IExecutionContext>,
-    engine: Engine,
-    profile: usize,
-    shared_memory: Option<SharedDeviceMemory>,
+    pub(crate) engine: Engine,
+    pub(crate) profile: usize,
+    pub(crate) shared_memory: Option<SharedDeviceMemory>,
     // Kept alive while TensorRT may call them: dropped after the context
     // (field order); a replaced one is retired into `work`.
-    allocators: Vec<(usize, cxx::UniquePtr<ffi::OutputAllocator>)>,
+    pub(crate) allocators: Vec<(usize, cxx::UniquePtr<ffi::OutputAllocator>)>,
     // Likewise: TensorRT calls it during enqueue and reportToProfiler (crate::profiler).
     profiler: Option<crate::profiler::Profiler>,
-    tensors: Vec<TensorState>,
+    pub(crate) tensors: Vec<TensorState>,
     /// `inferShapes` succeeded for the current input shapes.
     shapes_checked: bool,
     work: WorkOrder,
     calls: Cell<ContextCalls>,
-    id: u64,
+    pub(crate) id: u64,
 }
 
 // SAFETY: a context may move between threads; `&mut self` on every mutating
@@ -289,7 +288,7 @@ impl ExecutionContext {
         Self::create(engine, strategy, &ContextOptions::default(), Some(memory.clone()))
     }
 
-    fn create(
+    pub(crate) fn create(
         engine: &Engine,
         strategy: ffi::ExecutionContextAllocationStrategy,
         options: &ContextOptions,
@@ -490,7 +489,7 @@ impl ExecutionContext {
 
     /// Every input shape is set: a Rust-side check that names the dynamic
     /// inputs never set, then TensorRT's `inferShapes` (once per change).
-    fn check_shapes(&mut self) -> Result<()> {
+    pub(crate) fn check_shapes(&mut self) -> Result<()> {
         if self.shapes_checked {
             return Ok(());
         }
@@ -521,7 +520,7 @@ impl ExecutionContext {
     /// formats and the current shapes, and give TensorRT the addresses that
     /// changed: every I/O tensor bound once (outputs with an allocator may be
     /// left out), the engine's dtype, enough bytes, 256-byte alignment.
-    fn set_addresses(&mut self, bound: &[Bound<'_>]) -> Result<()> {
+    pub(crate) fn set_addresses(&mut self, bound: &[Bound<'_>]) -> Result<()> {
         self.check_shapes()?;
         check_names(self.engine.io_tensors(), bound)?;
         let engine = &self.engine;
@@ -615,7 +614,7 @@ impl ExecutionContext {
 
     /// TensorRT's `isStreamCapturable` for `stream`: `None` where the headers
     /// lack the query (all but TensorRT-RTX).
-    fn stream_capturable(&self, stream: &Stream) -> Result<Option<bool>> {
+    pub(crate) fn stream_capturable(&self, stream: &Stream) -> Result<Option<bool>> {
         let s = stream.as_raw() as usize;
         let (r, _) = call("isStreamCapturable", || ffi::context_is_stream_capturable(self.raw.as_ref().expect("context"), s))?;
         Ok(match r {
@@ -637,86 +636,6 @@ impl ExecutionContext {
         let Bindings { stream, entries } = bindings;
         drop(entries);
         Ok(Enqueued { stream: Some(stream), _buffers: std::marker::PhantomData })
-    }
-
-    /// Capture one enqueue with this context's profile and input shapes and
-    /// these buffers into a CUDA graph. The graph gets an execution context of
-    /// its own (made here, with the same profile and shapes): nothing done to
-    /// this context afterwards can change what the graph replays, and this
-    /// context stays free for other shapes. That costs one more context's
-    /// activation memory for as long as the graph lives.
-    ///
-    /// The buffers are borrowed mutably and checked like an enqueue's (same
-    /// device, each tensor bound once, dtype, size, alignment) before the
-    /// warm-up enqueue, which runs on the bindings' stream after the buffers'
-    /// earlier uses, as TensorRT requires before capture. On TensorRT-RTX the
-    /// graph's context compiles its kernels in that warm-up
-    /// ([`KernelSpecialization::Eager`]), so the graph never freezes fallback
-    /// kernels. Refused with [`Error::NotCapturable`] before any GPU work: a
-    /// shared-memory context, a context with output allocators (the address
-    /// an allocator returns during capture would be baked into the graph
-    /// untracked), an engine TensorRT says cannot be captured on this stream.
-    /// Other capture failures are returned too ([`crate::cuda::is_capture_error`]),
-    /// so callers can fall back to [`enqueue`](Self::enqueue).
-    pub fn capture_graph(&mut self, bindings: Bindings<'_>) -> Result<ContextGraph> {
-        if self.shared_memory.is_some() {
-            return Err(Error::NotCapturable("the context uses shared device memory".into()));
-        }
-        if !self.allocators.is_empty() {
-            let names: Vec<&str> = self.allocators.iter().map(|(i, _)| self.engine.io_tensors()[*i].name.as_str()).collect();
-            return Err(Error::NotCapturable(format!(
-                "output(s) {} have an output allocator, whose addresses a graph would freeze untracked",
-                names.join(", ")
-            )));
-        }
-        let stream = bindings.stream;
-        self.check_device(stream.device())?;
-        self.check_shapes()?;
-        check_names(self.engine.io_tensors(), &bindings.entries)?;
-
-        let mut own = Self::create(&self.engine, ffi::ExecutionContextAllocationStrategy::kSTATIC, &ContextOptions::for_capture(), None)?;
-        if self.profile != 0 {
-            own.set_profile(self.profile, stream)?;
-        }
-        for (t, s) in self.engine.io_tensors().iter().zip(&self.tensors) {
-            if t.mode == IoMode::Input && !t.is_shape_tensor && t.is_dynamic() {
-                own.set_input_shape(&t.name, &s.shape)?;
-            }
-        }
-        own.set_addresses(&bindings.entries)?;
-        if own.stream_capturable(stream)? == Some(false) {
-            return Err(Error::NotCapturable("TensorRT reports enqueueV3 of this engine is not capturable (isStreamCapturable)".into()));
-        }
-        // Warm-up: TensorRT's lazy initialisation (and RTX's JIT) outside the capture.
-        own.enqueue_raw(stream)?;
-        let Bindings { stream, entries } = bindings;
-        let uses: Vec<_> = entries.iter().map(|b| (b.entry.id, b.entry.dtype, b.entry.len, b.entry.address)).collect();
-        drop(entries);
-        stream.synchronize()?;
-        let device = stream.device();
-        let graph = CudaGraph::capture(device, |g| {
-            for &(id, dtype, len, address) in &uses {
-                g.uses_bound(id, || format!("DeviceBuffer<{dtype}>[{len}] at {address:#x}"));
-            }
-            // SAFETY: the capture stream is only used for this enqueue, inside the capture.
-            let raw = unsafe { g.raw_stream() } as usize;
-            own.enqueue_captured(raw)
-        })?;
-        Ok(ContextGraph::new(graph, own, self.id))
-    }
-
-    /// Replay `graph` (captured by this context's [`capture_graph`](Self::capture_graph))
-    /// on `stream`: the same as [`ContextGraph::launch`].
-    pub fn launch_graph(
-        &mut self,
-        graph: &mut ContextGraph,
-        stream: &Stream,
-        resources: &mut [&mut dyn crate::cuda::GraphResource],
-    ) -> Result<()> {
-        if graph.parent() != self.id {
-            return Err(Error::InvalidArgument("the graph was captured by another execution context".into()));
-        }
-        graph.launch(stream, resources)
     }
 }
 
