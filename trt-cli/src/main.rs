@@ -63,6 +63,7 @@ enum Command {
     #[cfg(feature = "tensorrt")]
     Bench(cmd::bench::Args),
     /// New weights for a refittable plan, from an ONNX model or a safetensors file.
+    #[cfg(feature = "tensorrt")]
     Refit(cmd::refit::Args),
     /// Tokenize texts into input_ids and attention_mask (one JSON line per text).
     Tokenize(cmd::tokenize::Args),
@@ -130,6 +131,7 @@ fn main() -> ExitCode {
         Command::Inspect(a) => cmd::inspect::run(a),
         #[cfg(feature = "tensorrt")]
         Command::Bench(a) => cmd::bench::run(a),
+        #[cfg(feature = "tensorrt")]
         Command::Refit(a) => cmd::refit::run(a),
         Command::Tokenize(a) => cmd::tokenize::run(a),
         Command::Classify(a) => cmd::nlp::classify(a),

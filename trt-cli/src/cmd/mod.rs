@@ -14,6 +14,7 @@ pub mod demo;
 pub mod inspect;
 pub mod nlp;
 pub mod quantize;
+#[cfg(feature = "tensorrt")]
 pub mod refit;
 pub mod serve;
 pub mod tokenize;
