@@ -187,3 +187,18 @@ fn mode_poll_picks_up_versions_and_models_under_traffic_with_no_failure() {
     assert_eq!(request(&server.http, "POST", "/v2/models/a/infer", INFER).0, 200, "a still serves");
     stop(server);
 }
+
+#[test]
+fn single_model_mode_serves_a_model_folder_under_its_name() {
+    let minilm = serve::minilm(&common::deps());
+    let repo = tempfile::tempdir().unwrap();
+    add_model(repo.path(), "folder", &config(), &minilm, ("model.onnx", None));
+    let models = repo.path().join("folder");
+    let flags = ["serve", "--model-dir", models.to_str().unwrap(), "--model-name", "embedder", "--threads", "1"];
+    let server = Server::start_with_args(Path::new(env!("CARGO_BIN_EXE_trt")), &flags, Duration::from_secs(120));
+    assert_eq!(request(&server.http, "GET", "/v2/models/embedder/ready", "").0, 200);
+    let (code, body) = request(&server.http, "POST", "/v2/models/embedder/infer", INFER);
+    assert!(code == 200 && body.contains(r#""model_name":"embedder""#), "{code} {body}");
+    assert_eq!(request(&server.http, "GET", "/v2/health/ready", "").0, 200);
+    stop(server);
+}

@@ -55,12 +55,23 @@ impl Server {
         Self::spawn(binary, repo, extra, ready_within, std::fs::File::create(log).unwrap().into())
     }
 
+    /// `trt` with `args` (which name the model source) on 127.0.0.1 with ephemeral ports.
+    #[allow(dead_code)]
+    pub fn start_with_args(binary: &Path, args: &[&str], ready_within: Duration) -> Server {
+        let mut cmd = Command::new(binary);
+        cmd.args(args);
+        Self::spawn_command(cmd, ready_within, Stdio::inherit())
+    }
+
     fn spawn(binary: &Path, repo: &Path, extra: &[&str], ready_within: Duration, stderr: Stdio) -> Server {
-        let mut child = Command::new(binary)
-            .args(["serve", "--model-repository"])
-            .arg(repo)
+        let mut cmd = Command::new(binary);
+        cmd.args(["serve", "--model-repository"]).arg(repo).args(extra);
+        Self::spawn_command(cmd, ready_within, stderr)
+    }
+
+    fn spawn_command(mut cmd: Command, ready_within: Duration, stderr: Stdio) -> Server {
+        let mut child = cmd
             .args(["--host", "127.0.0.1", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"])
-            .args(extra)
             .stdout(Stdio::piped())
             .stderr(stderr)
             .spawn()

@@ -81,7 +81,8 @@ enum Command {
     /// Run two ONNX models on the same inputs and compare their outputs.
     Compare(cmd::compare::Args),
     /// Serve a Triton-layout model repository over KServe v2 HTTP and gRPC.
-    Serve(cmd::serve::Args),
+    // Boxed: its many flags make it much larger than the other commands' arguments.
+    Serve(Box<cmd::serve::Args>),
 }
 
 /// TensorRT's messages on stderr, for `-v`.
@@ -141,7 +142,7 @@ fn main() -> ExitCode {
         Command::Convert(a) => cmd::convert::run(a),
         Command::Quantize(a) => cmd::quantize::run(a),
         Command::Compare(a) => cmd::compare::run(a),
-        Command::Serve(a) => cmd::serve::run(a, cli.verbose),
+        Command::Serve(a) => cmd::serve::run(*a, cli.verbose),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

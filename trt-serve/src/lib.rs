@@ -14,6 +14,7 @@
 //! | | [`limits`] | body, element, text and queue bounds checked at the edge |
 //! | models | [`repository`] | Triton's repository layout, version policy, load / unload, atomic version switch with drain |
 //! | | [`model_control`] | model-control modes `none` / `explicit` / `poll`, strict readiness |
+//! | | [`single_model`] | one model folder served directly (KServe's `/mnt/models`) |
 //! | | [`config`] | `config.pbtxt` (protobuf text format) parsed and checked |
 //! | | [`dispatch`] | admission, queue timeout and execution for one version |
 //! | | [`text_model`] | a config bound to trt-nlp's `TextModel`: the text input, the outputs it exposes (and the pooled `embedding`) |
@@ -48,6 +49,7 @@ pub mod openai;
 pub mod repository;
 pub mod server;
 pub mod service;
+pub mod single_model;
 pub mod tei;
 pub mod text_model;
 pub mod tls;

@@ -17,6 +17,7 @@ use trt_serve::limits::Limits;
 use trt_serve::loader::NlpLoader;
 use trt_serve::model_control::{Mode, ModelControl};
 use trt_serve::server::{Ports, ServeOptions};
+use trt_serve::single_model::SingleModel;
 use trt_serve::tls::TlsFiles;
 
 use crate::error::{CliError, Result};
@@ -25,16 +26,25 @@ use crate::error::{CliError, Result};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The model repository: DIR/<model>/config.pbtxt and DIR/<model>/<version>/model.onnx or model.plan.
-    #[arg(long, value_name = "DIR")]
-    pub model_repository: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "model_dir", conflicts_with = "model_dir")]
+    pub model_repository: Option<PathBuf>,
+
+    /// Serve one model folder (config.pbtxt and version folders) directly, as --model-name
+    /// (KServe's /mnt/models).
+    #[arg(long, value_name = "DIR", requires = "model_name")]
+    pub model_dir: Option<PathBuf>,
+
+    /// The name the --model-dir model is served under.
+    #[arg(long, value_name = "NAME", requires = "model_dir")]
+    pub model_name: Option<String>,
 
     /// Address to listen on (loopback unless you choose otherwise).
     #[arg(long, default_value = "127.0.0.1")]
     pub host: IpAddr,
 
-    /// KServe v2 REST port (0: any free port).
-    #[arg(long, default_value_t = 8000)]
-    pub http_port: u16,
+    /// KServe v2 REST port (0: any free port) [default: $PORT (as Knative and KServe set it), else 8000].
+    #[arg(long)]
+    pub http_port: Option<u16>,
 
     /// KServe v2 gRPC port (0: any free port).
     #[arg(long, default_value_t = 8001)]
@@ -273,22 +283,28 @@ pub fn run(a: Args, verbose: u8) -> Result<()> {
         (Some(cert), Some(key)) => Some(TlsFiles { cert, key, client_ca: a.tls_client_ca }),
         _ => None,
     };
+    let http_port = match (a.http_port, std::env::var("PORT")) {
+        (Some(p), _) => p,
+        (None, Ok(p)) => p.trim().parse().map_err(|_| CliError::new(format!("PORT={p:?} is not a port number")))?,
+        (None, Err(_)) => 8000,
+    };
+    // Single-model mode: the folder seen as a one-model repository, kept until the server exits.
+    let single = match (&a.model_dir, &a.model_name) {
+        (Some(dir), Some(name)) => Some(SingleModel::new(dir, name).map_err(|e| CliError::new(e.to_string()))?),
+        _ => None,
+    };
+    let repository = match (&single, a.model_repository) {
+        (Some(s), _) => s.root().to_path_buf(),
+        (None, Some(r)) => r,
+        (None, None) => return Err(CliError::new("give --model-repository DIR or --model-dir DIR --model-name NAME")),
+    };
     let ports = Ports {
-        http: SocketAddr::new(a.host, a.http_port),
+        http: SocketAddr::new(a.host, http_port),
         grpc: SocketAddr::new(a.host, a.grpc_port),
         metrics: SocketAddr::new(a.host, a.metrics_port),
     };
-    let options = ServeOptions {
-        repository: a.model_repository,
-        ports,
-        limits,
-        transport,
-        access,
-        control,
-        tls,
-        cors_allow_origin: a.cors_allow_origin,
-        loader,
-    };
+    let options =
+        ServeOptions { repository, ports, limits, transport, access, control, tls, cors_allow_origin: a.cors_allow_origin, loader };
     trt_serve::server::run(options, |bound| {
         println!("trt serve: http={} grpc={} metrics={}", bound.http, bound.grpc, bound.metrics);
         let _ = std::io::stdout().flush();
