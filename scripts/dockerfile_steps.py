@@ -1,8 +1,8 @@
 """Check the Dockerfile's build steps on this machine, without a container runtime.
 
-Usage: dockerfile_steps.py ROOT WORK   (WORK: an empty scratch folder)
+Usage: dockerfile_steps.py ROOT WORK [DOCKERFILE]   (WORK: an empty scratch folder)
 
-Parses ROOT/Dockerfile (line continuations, ARG defaults, stages) and checks:
+Parses DOCKERFILE (default ROOT/Dockerfile) (line continuations, ARG defaults, stages) and checks:
 - every plain COPY source exists in the repository and is not excluded by
   .dockerignore, and every COPY --from names an earlier stage;
 - the builder's `cargo build` line names a package, features and binary that
@@ -174,8 +174,8 @@ def ort_version(library):
     return lib.OrtGetApiBase().contents.GetVersionString().decode()
 
 
-def main(root, work):
-    with open(os.path.join(root, "Dockerfile"), encoding="utf-8") as f:
+def main(root, work, dockerfile=None):
+    with open(dockerfile or os.path.join(root, "Dockerfile"), encoding="utf-8") as f:
         all_stages = stages(instructions(f.read()))
     by_name = {s["name"]: s for s in all_stages}
     final = all_stages[-1]
@@ -235,6 +235,6 @@ def main(root, work):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
     sys.exit(main(*sys.argv[1:]))

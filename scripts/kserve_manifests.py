@@ -34,6 +34,12 @@ PRIMITIVES = {
     "date": (str,),
 }
 
+# Generic types as the generator spells them: (pattern, JSON type, name, (path suffix, item) pairs).
+CONTAINERS = (
+    (r"list\[(.+)\]", list, "list", lambda v: ((f"[{i}]", item) for i, item in enumerate(v))),
+    (r"dict\(str, (.+)\)", dict, "map", lambda v: ((f".{k}", item) for k, item in v.items())),
+)
+
 
 def enter_packages():
     """Register kserve, kubernetes and kubernetes.client as bare packages (no __init__ run)."""
@@ -86,22 +92,15 @@ class Checker:
             if not isinstance(value, allowed) or (bool not in allowed and isinstance(value, bool)):
                 self.errors.append(f"{path}: expected {type_name}, found {type(value).__name__} {value!r}")
             return
-        m = re.fullmatch(r"list\[(.+)\]", type_name)
-        if m:
-            if not isinstance(value, list):
-                self.errors.append(f"{path}: expected a list of {m.group(1)}, found {type(value).__name__}")
+        for pattern, container, what, items in CONTAINERS:
+            m = re.fullmatch(pattern, type_name)
+            if m:
+                if not isinstance(value, container):
+                    self.errors.append(f"{path}: expected a {what} of {m.group(1)}, found {type(value).__name__}")
+                else:
+                    for suffix, item in items(value):
+                        self.check(item, m.group(1), path + suffix)
                 return
-            for i, item in enumerate(value):
-                self.check(item, m.group(1), f"{path}[{i}]")
-            return
-        m = re.fullmatch(r"dict\(str, (.+)\)", type_name)
-        if m:
-            if not isinstance(value, dict):
-                self.errors.append(f"{path}: expected a map of {m.group(1)}, found {type(value).__name__}")
-                return
-            for key, item in value.items():
-                self.check(item, m.group(1), f"{path}.{key}")
-            return
         cls = self.model(type_name)
         if cls is None:
             self.errors.append(f"{path}: type {type_name} is in neither {' nor '.join(MODEL_PACKAGES)}")
