@@ -21,7 +21,7 @@
 //!
 //! axum's own `serve` has none of the HTTP bounds, so HTTP connections are
 //! served here with hyper's connection builder: each connection's reads and
-//! writes and its requests in flight are tracked ([`Activity`]), and a
+//! writes and its requests in flight are tracked (`Activity`), and a
 //! watchdog closes it at the deadline its state implies. hyper's own header
 //! timeout is left off because it also runs while a keep-alive connection
 //! waits for its next request, which is the idle timeout's job.

@@ -84,7 +84,7 @@ impl ExecutionContext {
     /// warm-up enqueue, which runs on the bindings' stream after the buffers'
     /// earlier uses, as TensorRT requires before capture. On TensorRT-RTX the
     /// graph's context compiles its kernels in that warm-up
-    /// ([`KernelSpecialization::Eager`]), so the graph never freezes fallback
+    /// ([`crate::KernelSpecialization::Eager`]), so the graph never freezes fallback
     /// kernels. Refused with [`Error::NotCapturable`] before any GPU work: a
     /// shared-memory context, a context with output allocators (the address
     /// an allocator returns during capture would be baked into the graph
