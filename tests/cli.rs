@@ -487,6 +487,112 @@ fn classify_and_embed_run_on_onnxruntime_and_print_json() {
     assert!((norm - 1.0).abs() < 1e-3, "embeddings are L2-normalised: {norm}");
 }
 
+/// `trt bench` of the default model on ONNX Runtime's CPU provider, few iterations.
+fn bench_minilm(extra: &[&str]) -> Output {
+    let model = generated("models/minilm");
+    let args = ["bench", p(&model), "--backend", "onnxruntime", "--device", "cpu", "--batch", "2", "--seq", "16", "--iterations", "5"];
+    let tail = ["--warmup", "1"];
+    run(&args.iter().chain(tail.iter()).chain(extra.iter()).copied().collect::<Vec<_>>())
+}
+
+#[test]
+fn bench_on_onnxruntime_cpu_prints_percentiles_and_json() {
+    let o = bench_minilm(&[]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    for s in [
+        "onnxruntime",
+        "cpu",
+        "CPUExecutionProvider",
+        "5 iterations",
+        "input_ids",
+        "[2, 16]",
+        "latency (ms)",
+        "p50",
+        "p90",
+        "p99",
+        "throughput",
+    ] {
+        assert!(out.contains(s), "'{s}' missing from:\n{out}");
+    }
+    println!("{out}");
+
+    let o = bench_minilm(&["--json"]);
+    assert_ok(&o);
+    let doc: Value = serde_json::from_str(&stdout(&o)).expect("--json prints one JSON document");
+    assert_eq!(doc["backend"], "onnxruntime");
+    assert_eq!(doc["device"], "cpu");
+    assert_eq!(doc["iterations"], 5);
+    assert_eq!(doc["batch"], 2);
+    assert!(doc["model"].as_str().unwrap().ends_with("model.onnx"), "{doc}");
+    let shapes = doc["shapes"].as_array().unwrap();
+    let ids = shapes.iter().find(|t| t["name"] == "input_ids").expect("input_ids in shapes");
+    assert_eq!((ids["io"].as_str(), ids["shape"].clone()), (Some("input"), json!([2, 16])));
+    let logits = shapes.iter().find(|t| t["name"] == "logits").expect("logits in shapes");
+    assert_eq!(logits["io"], "output");
+    assert_eq!(logits["shape"][0], 2);
+    let l = &doc["latency_ms"];
+    let (p50, p90, p99) = (l["p50"].as_f64().unwrap(), l["p90"].as_f64().unwrap(), l["p99"].as_f64().unwrap());
+    assert!(p50 > 0.0 && p50 <= p90 && p90 <= p99 && p99 <= l["max"].as_f64().unwrap(), "{l}");
+    assert!(doc["throughput_per_s"].as_f64().unwrap() > 0.0, "{doc}");
+}
+
+#[test]
+fn bench_compare_exits_3_on_a_regression_and_0_within_the_tolerance() {
+    let o = bench_minilm(&["--json"]);
+    assert_ok(&o);
+    let measured: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = |name: &str, p50: f64, throughput: f64| {
+        let mut doc = measured.clone();
+        doc["latency_ms"]["p50"] = json!(p50);
+        doc["throughput_per_s"] = json!(throughput);
+        let path = dir.path().join(name);
+        std::fs::write(&path, doc.to_string()).unwrap();
+        path
+    };
+    // A baseline no CPU reaches: 1 ns per batch.
+    let fast = baseline("fast.json", 1e-6, 1e12);
+    let o = bench_minilm(&["--compare", p(&fast), "--max-regression", "10"]);
+    assert_eq!(o.status.code(), Some(3), "stdout:\n{}\nstderr:\n{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("error: regression past 10%") && err.contains("p50 latency") && err.contains("fast.json"), "{err}");
+    // The report is still printed before the verdict.
+    assert!(stdout(&o).contains("p50"), "{}", stdout(&o));
+    // A baseline 1000 s per batch: any run passes.
+    let slow = baseline("slow.json", 1e6, 1e-3);
+    let o = bench_minilm(&["--compare", p(&slow), "--max-regression", "10", "--json"]);
+    assert_ok(&o);
+    assert!(stderr(&o).contains("compare: within 10%"), "{}", stderr(&o));
+    serde_json::from_str::<Value>(&stdout(&o)).expect("--json output stays one JSON document with --compare");
+    // A baseline of other shapes is refused, not compared.
+    let mut other = measured.clone();
+    for t in other["shapes"].as_array_mut().unwrap() {
+        if t["io"] == "input" {
+            t["shape"] = json!([2, 8]);
+        }
+    }
+    let other_path = dir.path().join("other.json");
+    std::fs::write(&other_path, other.to_string()).unwrap();
+    assert_user_error(&bench_minilm(&["--compare", p(&other_path)]), &["other.json", "other shapes", "input_ids 2x8"]);
+    // A baseline that is not a report names the file.
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{}").unwrap();
+    assert_user_error(&bench_minilm(&["--compare", p(&junk)]), &["junk.json", "trt bench --json"]);
+}
+
+#[test]
+fn bench_bad_device_is_a_usage_error() {
+    let model = generated("models/minilm");
+    for bad in ["gpu0", "cuda:x", "cuda:-1"] {
+        let o = run(&["bench", p(&model), "--backend", "onnxruntime", "--device", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("'{bad}'")) && stderr(&o).contains("--device"), "{}", stderr(&o));
+    }
+    // --max-regression without --compare is a usage error too.
+    assert_eq!(run(&["bench", p(&model), "--max-regression", "5"]).status.code(), Some(2));
+}
+
 #[test]
 fn a_missing_or_foreign_onnxruntime_library_is_a_clear_error() {
     let model = generated("models/minilm");

@@ -1,4 +1,5 @@
-//! The CLI's error: one readable line, printed as `error: ...` with exit code 1.
+//! The CLI's error: one readable line, printed as `error: ...` with exit code 1
+//! (or another code where a command documents one, e.g. `trt bench --compare`).
 //!
 //! Library errors (`trt::Error`, `trt_nlp::Error`) already name the file,
 //! tensor or call and carry TensorRT's own message; the CLI adds what the user
@@ -10,7 +11,7 @@ use std::path::Path;
 
 /// A user-facing failure.
 #[derive(Debug)]
-pub struct CliError(String);
+pub struct CliError(String, u8);
 
 /// Result alias of the CLI.
 pub type Result<T, E = CliError> = std::result::Result<T, E>;
@@ -18,7 +19,17 @@ pub type Result<T, E = CliError> = std::result::Result<T, E>;
 impl CliError {
     /// An error with this message.
     pub fn new(message: impl Into<String>) -> Self {
-        CliError(message.into())
+        CliError(message.into(), 1)
+    }
+
+    /// An error that exits with `code` instead of 1 (a command's documented outcome, not a usage error).
+    pub fn with_code(message: impl Into<String>, code: u8) -> Self {
+        CliError(message.into(), code)
+    }
+
+    /// The process exit code.
+    pub fn code(&self) -> u8 {
+        self.1
     }
 
     /// The message on one line (TensorRT messages may hold newlines).
@@ -36,20 +47,20 @@ impl fmt::Display for CliError {
 #[cfg(feature = "tensorrt")]
 impl From<trt::Error> for CliError {
     fn from(e: trt::Error) -> Self {
-        CliError(e.to_string())
+        CliError::new(e.to_string())
     }
 }
 
 #[cfg(feature = "tensorrt")]
 impl From<trt::cuda::Error> for CliError {
     fn from(e: trt::cuda::Error) -> Self {
-        CliError(e.to_string())
+        CliError::new(e.to_string())
     }
 }
 
 impl From<trt_nlp::Error> for CliError {
     fn from(e: trt_nlp::Error) -> Self {
-        CliError(e.to_string())
+        CliError::new(e.to_string())
     }
 }
 
@@ -65,7 +76,7 @@ pub trait Context<T> {
 
 impl<T, E: fmt::Display> Context<T> for std::result::Result<T, E> {
     fn context(self, what: impl FnOnce() -> String) -> Result<T> {
-        self.map_err(|e| CliError(format!("{}: {e}", what())))
+        self.map_err(|e| CliError::new(format!("{}: {e}", what())))
     }
 
     fn about(self, file: &Path) -> Result<T> {
@@ -78,8 +89,8 @@ pub fn naming(file: &Path, e: impl fmt::Display) -> CliError {
     let message = e.to_string();
     let name = file.display().to_string();
     if message.contains(&name) {
-        CliError(message)
+        CliError::new(message)
     } else {
-        CliError(format!("{name}: {message}"))
+        CliError::new(format!("{name}: {message}"))
     }
 }

@@ -12,7 +12,12 @@ use crate::error::{CliError, Context, Result};
 /// GPU 0 and its description (`NVIDIA H200 (compute capability 9.0)`), or
 /// the typed reason there is none.
 pub fn probe() -> trt::Result<(Device, String)> {
-    let device = Device::new(0)?;
+    probe_on(0)
+}
+
+/// GPU `index` and its description, or the typed reason there is none.
+pub fn probe_on(index: u32) -> trt::Result<(Device, String)> {
+    let device = Device::new(index as usize)?;
     let (major, minor) = device.compute_capability()?;
     let name = device.name()?;
     Ok((device, format!("{name} (compute capability {major}.{minor})")))
@@ -20,7 +25,12 @@ pub fn probe() -> trt::Result<(Device, String)> {
 
 /// GPU 0, or an error saying that `command` needs one and why there is none.
 pub fn require(command: &str) -> Result<(Device, String)> {
-    probe().map_err(|e| CliError::new(format!("{command} needs a GPU TensorRT can run on, and there is none here: {e}")))
+    require_on(command, 0)
+}
+
+/// GPU `index`, or an error saying that `command` needs one and why there is none.
+pub fn require_on(command: &str, index: u32) -> Result<(Device, String)> {
+    probe_on(index).map_err(|e| CliError::new(format!("{command} needs a GPU TensorRT can run on, and there is none here: {e}")))
 }
 
 /// Read a plan file (errors name it).

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `trt build MODEL.onnx -o PLAN` | ONNX to a plan, with shape ranges, workspace, timing cache, targets | no (TensorRT-RTX) |
 //! | `trt inspect FILE [--json]` | I/O tensors and layers of an ONNX model or a plan | plans only |
-//! | `trt bench PLAN` | latency percentiles, throughput, transfer split | yes |
+//! | `trt bench MODEL [--backend B --device cpu\|cuda:N]` | latency percentiles, throughput (plans: transfer split); `--json`, `--compare BASELINE.json` (exit 3 on a regression) | plans: yes; ONNX on the CPU: no |
 //! | `trt tokenize --tokenizer tokenizer.json` | token ids as JSON lines | no |
 //! | `trt classify` / `trt embed` | text to labels / embeddings, on TensorRT or ONNX Runtime | no (ONNX Runtime) |
 //! | `trt demo` | the embedded default model end to end | no (runs on ONNX Runtime where TensorRT cannot) |
@@ -15,11 +15,13 @@
 //! | `trt serve --model-repository DIR` | KServe v2 / Triton-protocol server (HTTP, gRPC, metrics) | no (ONNX Runtime); plans: yes |
 //!
 //! Built without the `tensorrt` feature (`--no-default-features --features
-//! onnxruntime`), `build`, `inspect`, `bench` and `demo` are absent and the
-//! rest runs on ONNX Runtime alone: no TensorRT headers are needed to build.
+//! onnxruntime`), `build`, `inspect`, `refit` and `demo` are absent, `bench`
+//! takes ONNX models only, and the rest runs on ONNX Runtime alone: no
+//! TensorRT headers are needed to build.
 //!
 //! Errors are one line, `error: ...`, naming the file or tensor and the cause;
-//! exit code 1, or 2 for usage errors (clap's).
+//! exit code 1, or 2 for usage errors (clap's), or 3 for `trt bench
+//! --compare` past its `--max-regression`.
 //!
 //! The binary is called `trt` like the library crate it uses; Cargo keeps the
 //! two apart because this package is `trt-cli`.
@@ -59,8 +61,7 @@ enum Command {
     /// Show the inputs, outputs and layers of an ONNX model or a plan.
     #[cfg(feature = "tensorrt")]
     Inspect(cmd::inspect::Args),
-    /// Measure a plan's latency and throughput on the GPU.
-    #[cfg(feature = "tensorrt")]
+    /// Measure a model's latency and throughput (a plan on TensorRT, ONNX on ONNX Runtime).
     Bench(cmd::bench::Args),
     /// New weights for a refittable plan, from an ONNX model or a safetensors file.
     #[cfg(feature = "tensorrt")]
@@ -130,7 +131,6 @@ fn main() -> ExitCode {
         Command::Build(a) => cmd::build::run(a),
         #[cfg(feature = "tensorrt")]
         Command::Inspect(a) => cmd::inspect::run(a),
-        #[cfg(feature = "tensorrt")]
         Command::Bench(a) => cmd::bench::run(a),
         #[cfg(feature = "tensorrt")]
         Command::Refit(a) => cmd::refit::run(a),
@@ -148,7 +148,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", e.one_line());
-            ExitCode::from(1)
+            ExitCode::from(e.code())
         }
     }
 }

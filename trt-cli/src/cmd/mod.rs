@@ -1,9 +1,12 @@
 //! One module per subcommand: its clap arguments and a `run` function.
 
-#[cfg(feature = "tensorrt")]
 pub mod bench;
 #[cfg(feature = "tensorrt")]
 pub mod bench_layers;
+pub mod bench_ort;
+#[cfg(feature = "tensorrt")]
+pub mod bench_plan;
+pub mod bench_report;
 #[cfg(feature = "tensorrt")]
 pub mod build;
 pub mod compare;

@@ -30,8 +30,7 @@ mod staging;
 #[cfg(feature = "tensorrt")]
 pub mod tensorrt;
 
-pub(crate) use select::is_plan;
-pub use select::{open, BackendChoice, BackendOptions};
+pub use select::{is_plan, open, BackendChoice, BackendOptions};
 
 /// One model output, borrowed from the backend's buffers for the duration of
 /// a [`Backend::run`] read callback.

@@ -152,6 +152,6 @@ fn build_plan(model: &Path, options: &BackendOptions) -> Result<SerializedEngine
 }
 
 /// Whether `path` names a TensorRT plan (`.plan`, `.engine`, `.trt`).
-pub(crate) fn is_plan(path: &Path) -> bool {
+pub fn is_plan(path: &Path) -> bool {
     matches!(path.extension().and_then(|e| e.to_str()), Some("plan" | "engine" | "trt"))
 }
