@@ -2,7 +2,7 @@
 //! CUDA graphs per bucket) against the same backend on the CPU.
 //!
 //! Every test here needs a CUDA GPU and the onnxruntime-gpu library
-//! (`ORT_DYLIB_PATH`): they are `#[ignore]`d and run on the GPU host with
+//! (`ORT_DYLIB_PATH`): they are ignored here, each with its reason, and run on the GPU host with
 //! `--include-ignored`. Elsewhere they are skipped with that reason.
 
 #[path = "nlp_support.rs"]
