@@ -63,6 +63,9 @@ pub struct BackendOptions {
     /// Where plans built from ONNX files are kept; `None`: built in memory
     /// on every open, kept nowhere.
     pub engine_cache: Option<PathBuf>,
+    /// The GPU (CUDA ordinal) TensorRT builds and runs on; the engine cache
+    /// keys its plans by that GPU's identity.
+    pub tensorrt_device: usize,
 }
 
 /// The backend for `model` (a plan or an ONNX file) under `choice`.
@@ -108,14 +111,15 @@ fn onnxruntime(model: &Path, options: &BackendOptions) -> Result<Arc<dyn Backend
     Ok(Arc::new(OrtBackend::new(model, &options.onnxruntime)?))
 }
 
-/// TensorRT on GPU 0, each step's failure a typed error (the caller may fall back).
+/// TensorRT on the GPU `options.tensorrt_device` names, each step's failure a
+/// typed error (the caller may fall back).
 #[cfg(feature = "tensorrt")]
 fn tensorrt(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
     if !trt_cuda::driver_available() {
         return Err(Error::BackendUnavailable { backend: "TensorRT", reason: "no CUDA driver found".into() });
     }
-    let device = Device::new(0)?;
-    let bytes = if plan { SerializedEngine::load(model)? } else { build_plan(model, options)? };
+    let device = Device::new(options.tensorrt_device)?;
+    let bytes = if plan { SerializedEngine::load(model)? } else { build_plan(model, options, &device)? };
     let engine = Runtime::new()?.deserialize_on(bytes.as_bytes(), &device)?;
     let contexts = if options.contexts == 0 { options.onnxruntime.sessions.max(1) } else { options.contexts };
     Ok(Arc::new(TensorRtBackend::new(&engine, &device, contexts)?))
@@ -124,7 +128,9 @@ fn tensorrt(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dy
 /// The plan of an ONNX file, from the engine cache or built into it, with one
 /// profile over every dynamic input: batch 1..=max_batch, sequence 1..=max_seq.
 #[cfg(feature = "tensorrt")]
-fn build_plan(model: &Path, options: &BackendOptions) -> Result<SerializedEngine> {
+fn build_plan(model: &Path, options: &BackendOptions, device: &Device) -> Result<SerializedEngine> {
+    // The builder targets the GPU whose context is current.
+    device.bind()?;
     let builder = Builder::new()?;
     let dynamic: Vec<String> = {
         let parsed = OnnxParser::parse_file(&builder, model)?;
@@ -136,7 +142,7 @@ fn build_plan(model: &Path, options: &BackendOptions) -> Result<SerializedEngine
     let spec = ProfileSpec::new().with_all(&names, range);
     match &options.engine_cache {
         Some(dir) => {
-            let (plan, _) = EngineCache::new(dir).get_or_build(&builder, model, |config| {
+            let (plan, _) = EngineCache::new(dir).with_device(device.clone()).get_or_build(&builder, model, |config| {
                 config.add_profile(spec)?;
                 Ok(())
             })?;
