@@ -21,9 +21,7 @@ use serve::{add_model, text_config, wait_bounded, Server};
 #[test]
 fn api_keys_guard_inference_and_repository_routes() {
     let deps = common::deps();
-    let python = deps.join("venv/bin/python");
-    let probe = Command::new(&python).args(["-c", "import tritonclient.http, tritonclient.grpc"]).status();
-    assert!(matches!(probe, Ok(s) if s.success()), "{} cannot import tritonclient[http,grpc]: run scripts/setup", python.display());
+    let python = serve::venv_python(&deps, "tritonclient.http, tritonclient.grpc", "tritonclient[http,grpc]");
     let minilm = serve::minilm(&deps);
     let repo = tempfile::tempdir().unwrap();
     add_model(repo.path(), "m", &text_config("onnxruntime_onnx", 4, &[("logits", "2")], ""), &minilm, ("model.onnx", None));

@@ -1,6 +1,6 @@
 //! `trt serve` driven by the real Triton client (PyPI `tritonclient[http,grpc]`
-//! in `.deps/venv`): tests/python/serve_client.py runs every check of issue
-//! 13's Tests section against a server started here on 127.0.0.1 with
+//! in `.deps/venv`): tests/python/serve_client.py runs every protocol check (health, metadata, config, infer
+//! in JSON, binary and gRPC, classification, repository, statistics) against a server started here on 127.0.0.1 with
 //! ephemeral ports, over ONNX Runtime and the default model laid out as a
 //! Triton repository (a classifier, an embedder, a TensorRT plan that cannot
 //! run here, a model whose version switches under traffic, one with a queue
@@ -20,9 +20,7 @@ use serve::{add_model, text_config, wait_bounded, Server};
 #[test]
 fn tritonclient_drives_trt_serve() {
     let deps = common::deps();
-    let python = deps.join("venv/bin/python");
-    let probe = Command::new(&python).args(["-c", "import tritonclient.http, tritonclient.grpc, onnxruntime, tokenizers"]).status();
-    assert!(matches!(probe, Ok(s) if s.success()), "{} cannot import tritonclient[http,grpc]: run scripts/setup", python.display());
+    let python = serve::venv_python(&deps, "tritonclient.http, tritonclient.grpc, onnxruntime, tokenizers", "tritonclient[http,grpc]");
     let minilm = serve::minilm(&deps);
     let repo = tempfile::tempdir().unwrap();
     let root = repo.path();

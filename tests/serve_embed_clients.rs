@@ -20,9 +20,7 @@ use serve::{add_model, text_config, wait_bounded, Server};
 #[test]
 fn openai_and_huggingface_hub_drive_the_embedding_routes() {
     let deps = common::deps();
-    let python = deps.join("venv/bin/python");
-    let probe = Command::new(&python).args(["-c", "import openai, huggingface_hub, onnxruntime, tokenizers"]).status();
-    assert!(matches!(probe, Ok(s) if s.success()), "{} cannot import openai and huggingface_hub: run scripts/setup", python.display());
+    let python = serve::venv_python(&deps, "openai, huggingface_hub, onnxruntime, tokenizers", "openai and huggingface_hub");
     let minilm = serve::minilm(&deps);
     let cross = deps.join("models/cross-encoder");
     assert!(cross.join("model.onnx").exists(), "{} is missing: run scripts/setup", cross.display());

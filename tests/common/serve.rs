@@ -8,6 +8,17 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// The setup venv's Python, after checking that it can import `modules`
+/// (`what` names them in the failure, with the command that installs them).
+// Used by the client tests; the load benchmark includes this file too.
+#[allow(dead_code)]
+pub fn venv_python(deps: &Path, modules: &str, what: &str) -> PathBuf {
+    let python = deps.join("venv/bin/python");
+    let probe = Command::new(&python).args(["-c", &format!("import {modules}")]).status();
+    assert!(matches!(probe, Ok(s) if s.success()), "{} cannot import {what}: run scripts/setup", python.display());
+    python
+}
+
 /// A text model's config.pbtxt: `outputs` are `(name, dims)`, `extra` is appended.
 pub fn text_config(platform: &str, max_batch: usize, outputs: &[(&str, &str)], extra: &str) -> String {
     let outs: Vec<String> = outputs.iter().map(|(n, d)| format!("  {{ name: \"{n}\" data_type: TYPE_FP32 dims: [ {d} ] }}")).collect();
