@@ -390,3 +390,42 @@ fn two_optimization_profiles_round_trip_through_the_plan() {
     assert_eq!(x.profiles[0], ShapeRange::new(&[1, 64], &[1, 64], &[4, 64]));
     assert_eq!(x.profiles[1], ShapeRange::new(&[4, 64], &[16, 64], &[32, 64]));
 }
+
+#[test]
+fn intermediate_tensors_marked_as_outputs_keep_their_onnx_names_and_build() {
+    let builder = Builder::new().unwrap();
+    let network = OnnxParser::parse_file(&builder, default_model(false)).unwrap();
+    let layers = network.layer_outputs();
+    let floats: Vec<String> = layers.iter().filter(|l| l.is_float_activation()).map(|l| l.tensor.name.clone()).collect();
+    println!("{} layer outputs, {} float activations", layers.len(), floats.len());
+    // The parser names a layer's outputs after the ONNX values (the names the ONNX side exposes).
+    for onnx_name in ["embeddings/word/Gather_out", "encoder.layer.0.attention.output.LayerNorm/LayerNormalization_out"] {
+        assert!(floats.iter().any(|n| n == onnx_name), "{onnx_name} among {:?}", &floats[..floats.len().min(20)]);
+    }
+    // In node order: the embedding lookup comes before the first encoder layer's LayerNorm.
+    let pos = |n: &str| floats.iter().position(|f| f == n).unwrap();
+    assert!(pos("embeddings/word/Gather_out") < pos("encoder.layer.0.attention.output.LayerNorm/LayerNormalization_out"));
+
+    // Bad names are refused before anything is marked.
+    let err = network.mark_outputs(&["embeddings/word/Gather_out", "no such tensor"]).unwrap_err();
+    assert!(matches!(&err, Error::UnknownTensor { name, .. } if name == "no such tensor"), "{err}");
+    if let Some(int) = layers.iter().find(|l| !l.tensor.dtype.is_float()) {
+        let err = network.mark_outputs(&[int.tensor.name.as_str()]).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)) && err.to_string().contains(&int.tensor.name), "{err}");
+    }
+    assert_eq!(network.outputs().len(), 2, "a refused call marks nothing");
+
+    let marked = network.mark_outputs(&floats).unwrap();
+    let outputs = network.outputs();
+    assert_eq!(outputs.len(), 2 + marked, "every marked tensor is an output");
+    assert!(marked + 2 >= floats.len(), "only the two model outputs were already outputs: {marked} of {}", floats.len());
+    assert_eq!(network.mark_outputs(&floats).unwrap(), 0, "marking again adds nothing");
+    for name in ["logits", "last_hidden_state", "embeddings/word/Gather_out"] {
+        assert!(outputs.iter().any(|o| o.name == name), "{name}");
+    }
+    let mut config = builder.config().unwrap();
+    config.add_profile(bert_profile()).unwrap();
+    let plan = builder.build(&network, &config).expect("an engine with every float activation as an output builds");
+    println!("plan with {} outputs: {} bytes", outputs.len(), plan.len());
+    assert!(plan.len() > 10_000_000);
+}

@@ -83,7 +83,7 @@ pub use graph::ContextGraph;
 pub use inspector::{EngineInfo, EngineLayer};
 pub use library::{header_version, setup_dir, Library, LibraryKind};
 pub use network::{
-    Activation, ElementWise, HostData, LayerInfo, LayerKind, MatrixOp, Network, Precision, Reduce, Tensor, TensorInfo, Unary,
+    Activation, ElementWise, HostData, LayerInfo, LayerKind, LayerOutput, MatrixOp, Network, Precision, Reduce, Tensor, TensorInfo, Unary,
 };
 pub use onnx::{OnnxParser, ParsedNetwork};
 pub use pool::{ContextPool, PooledContext};

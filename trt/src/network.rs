@@ -20,6 +20,9 @@ use trt_sys::ffi;
 use crate::call::{call, call_ptr};
 use crate::{DataType, Error, Result};
 
+mod intermediate;
+pub use intermediate::LayerOutput;
+
 /// Floating-point precision a hand-written network is emitted in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Precision {
