@@ -50,9 +50,24 @@ fn triton_fields_are_typed() {
     assert_eq!(c.version_policy, VersionPolicy::Latest(2));
     // A group without a kind goes with the other's KIND_CPU.
     assert_eq!((c.instance_kind, c.gpus.as_slice()), (InstanceKind::Cpu, &[][..]));
-    // `optimization` is not used by trt serve: warned, not fatal.
+    // Execution accelerators are not used by trt serve: warned, not fatal.
     assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
-    assert!(c.warnings.iter().any(|w| w.contains("line 21") && w.contains("'optimization'")), "{:?}", c.warnings);
+    assert!(c.warnings.iter().any(|w| w.contains("line 21") && w.contains("'optimization.execution_accelerators'")), "{:?}", c.warnings);
+    assert_eq!(c.cuda_graph_max_batch, 0, "no graphs unless asked for");
+}
+
+#[test]
+fn cuda_graphs_cover_the_largest_graph_spec_batch_or_max_batch_size() {
+    let with = |opt: &str| CLASSIFIER.replace("optimization { execution_accelerators { cpu_execution_accelerator: [ { name: \"openvino\" } ] } }", opt);
+    let c = ModelConfig::parse(&with("optimization { cuda { graphs: true } }"), "minilm").unwrap();
+    assert_eq!((c.cuda_graph_max_batch, c.warnings.len()), (32, 0), "{:?}", c.warnings);
+    let spec = "optimization { cuda { graphs: true graph_spec [ { batch_size: 4 }, { batch_size: 8 } ] } }";
+    assert_eq!(ModelConfig::parse(&with(spec), "minilm").unwrap().cuda_graph_max_batch, 8);
+    assert_eq!(ModelConfig::parse(&with("optimization { cuda { graphs: false } }"), "minilm").unwrap().cuda_graph_max_batch, 0);
+    let e = ModelConfig::parse(&with("optimization { cuda { graphs: true graph_spec { batch_size: 64 } } }"), "minilm").unwrap_err();
+    assert!(e.to_string().contains("64 is larger than max_batch_size 32"), "{e}");
+    let e = ModelConfig::parse(&with("optimization { cuda { graphs: 3 } }"), "minilm").unwrap_err();
+    assert!(e.to_string().contains("optimization.cuda.graphs"), "{e}");
 }
 
 #[test]

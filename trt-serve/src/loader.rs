@@ -46,6 +46,7 @@ impl VersionLoader for NlpLoader {
         options.onnxruntime.sessions = config.instance_count;
         options.onnxruntime.max_batch = config.max_batch_size;
         options.contexts = config.instance_count;
+        options.onnxruntime.cuda_graph_max_batch = config.cuda_graph_max_batch;
         if matches!(config.platform, Platform::OnnxRuntimeOnnx) {
             options.onnxruntime.provider = match config.instance_kind {
                 InstanceKind::Auto => options.onnxruntime.provider,

@@ -13,6 +13,7 @@
 //! | `dynamic_batching` | `preferred_batch_size`, `max_queue_delay_microseconds`, `priority_levels`, `default_priority_level`, `default_queue_policy` |
 //! | `instance_group` | the sum of `count`: how many batches run at once; `kind` (`KIND_AUTO`, `KIND_CPU`, `KIND_GPU`) and `gpus`: where ONNX Runtime runs them |
 //! | `version_policy` | `latest { num_versions }`, `all { }`, `specific { versions }` |
+//! | `optimization` | `cuda { graphs, graph_spec [ { batch_size } ] }`: CUDA graphs for ONNX Runtime on a GPU, batches up to the largest listed size (else `max_batch_size`) |
 
 pub mod text_format;
 
@@ -196,6 +197,11 @@ pub struct ModelConfig {
     pub gpus: Vec<u32>,
     /// Which versions are served.
     pub version_policy: VersionPolicy,
+    /// `optimization { cuda { graphs: true } }`: batches of up to this many
+    /// rows run as CUDA graphs (ONNX Runtime on a GPU), one per shape bucket:
+    /// the largest `graph_spec.batch_size` where any is listed, else
+    /// `max_batch_size`; 0: no graphs.
+    pub cuda_graph_max_batch: usize,
     /// Fields that were ignored, one line each (logged at load).
     pub warnings: Vec<String>,
 }
@@ -226,6 +232,7 @@ impl ModelConfig {
         let mut instance_kind: Option<(InstanceKind, usize)> = None;
         let mut gpus: Vec<u32> = Vec::new();
         let mut version_policy = VersionPolicy::Latest(1);
+        let mut graphs: Option<Option<usize>> = None;
         for f in &root.fields {
             match f.name.as_str() {
                 "name" => name = Some((cx.string(f, "name")?, f.line)),
@@ -258,6 +265,7 @@ impl ModelConfig {
                     }
                 }
                 "version_policy" => version_policy = cx.version_policy(f)?,
+                "optimization" => graphs = cx.optimization(f)?,
                 _ => cx.unknown("", f),
             }
         }
@@ -313,6 +321,14 @@ impl ModelConfig {
         if !saw_instance_group {
             instance_count = 1;
         }
+        let cuda_graph_max_batch = match graphs {
+            None => 0,
+            Some(None) => max_batch_size.max(1),
+            Some(Some(b)) if b > max_batch_size.max(1) => {
+                return Err(err(0, "optimization.cuda.graph_spec.batch_size", format!("{b} is larger than max_batch_size {max_batch_size}")))
+            }
+            Some(Some(b)) => b,
+        };
         Ok(ModelConfig {
             name,
             platform,
@@ -324,6 +340,7 @@ impl ModelConfig {
             instance_kind: instance_kind.map(|(k, _)| k).unwrap_or_default(),
             gpus,
             version_policy,
+            cuda_graph_max_batch,
             warnings: cx.warnings,
         })
     }
@@ -517,6 +534,36 @@ impl Cx {
             return Err(err(m.fields[0].line, "instance_group.gpus", "KIND_CPU instances take no gpus".into()));
         }
         Ok((count, kind, gpus))
+    }
+
+    /// `optimization { cuda { graphs: B graph_spec [ { batch_size: N } ] } }`:
+    /// `None` without graphs, else the largest listed batch size, if any.
+    fn optimization(&mut self, f: &Field) -> Result<Option<Option<usize>>, ConfigError> {
+        let (mut graphs, mut largest) = (false, None::<usize>);
+        for g in &self.message(f, "optimization")?.fields {
+            if g.name != "cuda" {
+                self.unknown("optimization.", g);
+                continue;
+            }
+            for h in &self.message(g, "optimization.cuda")?.fields {
+                match h.name.as_str() {
+                    "graphs" => graphs = self.boolean(h, "optimization.cuda.graphs")?,
+                    "graph_spec" => {
+                        for k in &self.message(h, "optimization.cuda.graph_spec")?.fields {
+                            match k.name.as_str() {
+                                "batch_size" => {
+                                    let b = self.uint(k, "optimization.cuda.graph_spec.batch_size", 1 << 16)? as usize;
+                                    largest = Some(largest.unwrap_or(0).max(b.max(1)));
+                                }
+                                _ => self.unknown("optimization.cuda.graph_spec.", k),
+                            }
+                        }
+                    }
+                    _ => self.unknown("optimization.cuda.", h),
+                }
+            }
+        }
+        Ok(graphs.then_some(largest))
     }
 
     fn version_policy(&mut self, f: &Field) -> Result<VersionPolicy, ConfigError> {
