@@ -121,3 +121,27 @@ fn cuda_graphs_replay_the_bucket_of_each_batch() {
     let shapes: Vec<Vec<usize>> = bound[0].0.iter().filter(|t| !t.output).map(|t| t.shape.clone()).collect();
     assert!(shapes.iter().all(|s| s[0].is_power_of_two() && s[1] % 8 == 0), "bucket shapes: {shapes:?}");
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU and the onnxruntime-gpu library (ORT_DYLIB_PATH)"]
+fn a_batch_past_the_memory_limit_fails_alone_and_the_session_keeps_serving() {
+    // 1 GiB holds the weights and a short batch; 256 rows of 512 tokens need
+    // several GiB of attention scores alone.
+    let options = OrtBackendOptions {
+        provider: Provider::Cuda { device: 0 },
+        max_batch: 256,
+        max_seq: 512,
+        cuda_memory_limit: Some(1 << 30),
+        ..Default::default()
+    };
+    let gpu: Arc<OrtBackend> = Arc::new(OrtBackend::new(default_model("model.onnx"), &options).unwrap());
+    let e = Embedder::new(gpu, default_model("tokenizer.json"), Pooling::Mean, true, &HelperOptions::default()).unwrap();
+    let short = texts();
+    let first = e.embed(&short[..4]).unwrap();
+    let long = vec!["many words in a row ".repeat(200); 256];
+    let err = e.embed(&long).expect_err("a batch past the session's memory limit fails");
+    println!("a 256 x 512 batch under a 1 GiB limit: {err}");
+    let again = e.embed(&short[..4]).unwrap();
+    let diff = first.iter().zip(again.iter()).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    assert!(diff <= 1e-6, "the session serves the same answers after the failed batch ({diff})");
+}

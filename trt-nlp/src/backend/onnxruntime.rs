@@ -44,6 +44,10 @@ pub struct OrtBackendOptions {
     /// (batch, sequence) bucket ([`buckets`](super::buckets)); 0 (default): none.
     /// The pipeline then pads sequences to multiples of 8 (fewer graphs).
     pub cuda_graph_max_batch: usize,
+    /// On CUDA: the most device memory each session's arena may hold
+    /// (ONNX Runtime's `gpu_mem_limit`); a batch that needs more fails alone
+    /// with a typed error. `None` (default): no limit.
+    pub cuda_memory_limit: Option<usize>,
 }
 
 impl Default for OrtBackendOptions {
@@ -56,6 +60,7 @@ impl Default for OrtBackendOptions {
             provider: Provider::Auto,
             optimization: Optimization::All,
             cuda_graph_max_batch: 0,
+            cuda_memory_limit: None,
         }
     }
 }
@@ -106,6 +111,8 @@ impl OrtBackend {
             provider: options.provider,
             ..SessionOptions::default()
         };
+        let mut session_options = session_options;
+        session_options.cuda.memory_limit = options.cuda_memory_limit;
         let first = Session::from_file(path, &session_options)?;
         let layout = layout_of(&first, options, path)?;
         let provider = first.provider().to_owned();

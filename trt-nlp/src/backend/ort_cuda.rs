@@ -71,7 +71,7 @@ impl CudaStaging {
         options.provider = Provider::Cuda { device: device_index };
         // SAFETY: the stream belongs to the device's primary context and is
         // dropped after the session (field order above).
-        let mut cuda = CudaOptions::default();
+        let mut cuda: CudaOptions = base.cuda;
         cuda.graphs = graph_max_batch > 0;
         options.cuda = unsafe { cuda.with_stream(stream.as_raw().cast()) };
         let session = Session::from_file(path, &options)?;

@@ -33,6 +33,10 @@ pub struct CudaOptions {
     /// an FP32 model then computes in FP32 (CUDA within 1e-4 of the CPU); on
     /// it is faster and about 1e-3 off (measured on the default model).
     pub tf32: bool,
+    /// The most device memory ONNX Runtime's arena of this session may hold
+    /// (`gpu_mem_limit`); `None`: no limit. A run that needs more fails with
+    /// ONNX Runtime's allocation error; the session stays usable.
+    pub memory_limit: Option<usize>,
 }
 
 impl CudaOptions {
@@ -116,6 +120,9 @@ pub(super) fn register(
         return Err(Error::NoSuchDevice { device, count });
     }
     let mut ep = ort::ep::CUDA::default().with_device_id(device as i32).with_cuda_graph(options.graphs).with_tf32(options.tf32);
+    if let Some(limit) = options.memory_limit {
+        ep = ep.with_memory_limit(limit);
+    }
     if let Some(stream) = options.stream() {
         // SAFETY: the caller of `CudaOptions::with_stream` promised a valid
         // stream that outlives the session.
