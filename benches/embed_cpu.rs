@@ -34,6 +34,9 @@ use trt_nlp::{Embedder, HelperOptions, Pooling, TokenizerPipeline};
 #[path = "../tests/common/deps.rs"]
 mod deps;
 
+#[path = "support/npy.rs"]
+mod npy;
+
 #[path = "support/texts.rs"]
 mod texts;
 
@@ -118,22 +121,11 @@ fn main() {
     }
 
     // Same work: the embeddings agree.
-    let want = read_npy_f32(&saved.path().to_path_buf(), n);
+    let want = npy::read_f32(saved.path(), n);
     let dim = rust.ncols();
     let min_cos =
         (0..n).map(|i| rust.row(i).iter().zip(&want[i * dim..(i + 1) * dim]).map(|(a, b)| a * b).sum::<f32>()).fold(1f32, f32::min);
     println!("embeddings: min cosine rust vs python {min_cos:.6}");
     assert!(min_cos > 0.9999, "the two sides computed different embeddings ({min_cos})");
     println!("ratio_vs_python_onnxruntime: {:.2}", rust_tps / python_best);
-}
-
-/// A little-endian f32 .npy file of `rows` rows (numpy's version 1 header).
-fn read_npy_f32(path: &PathBuf, rows: usize) -> Vec<f32> {
-    let bytes = std::fs::read(path).expect("npy written");
-    assert!(bytes.starts_with(b"\x93NUMPY"), "not an npy file");
-    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
-    let data = &bytes[10 + header_len..];
-    let values: Vec<f32> = data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-    assert_eq!(values.len() % rows, 0, "npy size");
-    values
 }

@@ -15,6 +15,18 @@
 //! `SERVE_BENCH_INSTANCES` (sessions per model, 1), `SERVE_BENCH_MAX_BATCH` (32),
 //! `SERVE_BENCH_DELAY_US` (dynamic batching's max_queue_delay, 1000).
 //!
+//! On a GPU: `SERVE_BENCH_KIND=KIND_GPU` puts both models' instances on
+//! GPU `SERVE_BENCH_GPU` (0) (`instance_group { kind gpus }`), and
+//! `SERVE_BENCH_GRAPHS=N` runs batches of up to N rows as CUDA graphs
+//! (`optimization { cuda { graphs graph_spec } }`). `SERVE_BENCH_BATCH_TEXTS=K`
+//! adds a pass of K-text requests with binary output (embeddings/s).
+//!
+//! Peer: with `SERVE_BENCH_PEER="COMMAND ARGS"`, after trt serve has stopped,
+//! that server is started with `--port P` appended (it must answer
+//! `GET /v2/health/ready` and the same KServe v2 JSON bodies, as
+//! benches/serve_peer_torch.py does) and measured the same way:
+//! `ratio_trt_serve_vs_peer_c{C}` and the p99s side by side.
+//!
 //! Baseline: with `SERVE_BENCH_TEI=/path/to/text-embeddings-router`, after
 //! trt serve has stopped, HuggingFace text-embeddings-inference serves the
 //! same model folder (ONNX Runtime backend, mean pooling; `ORT_DYLIB_PATH` or
@@ -109,6 +121,22 @@ fn load(addr: &str, path: &str, bodies: &Arc<Vec<Vec<u8>>>, concurrency: usize, 
     Level { done: latencies.len(), failed, elapsed, latencies }
 }
 
+/// Whether `GET /v2/health/ready` on `addr` answers 200 within `limit`.
+fn wait_ready(addr: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Ok(mut s) = TcpStream::connect(addr) {
+            let _ = write!(s, "GET /v2/health/ready HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+            let mut head = [0u8; 12];
+            if s.read_exact(&mut head).is_ok() && head.ends_with(b"200") {
+                return true;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    false
+}
+
 /// Throughput and latency of one level, printed the same for either server.
 struct Measured {
     rps: f64,
@@ -184,7 +212,16 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
 
     let repo = tempfile::tempdir().expect("temp dir");
-    let group = format!("instance_group [ {{ count: {instances} }} ]");
+    let group = match std::env::var("SERVE_BENCH_KIND").ok().filter(|k| !k.is_empty()) {
+        Some(kind) => format!("instance_group [ {{ kind: {kind} count: {instances} gpus: [ {} ] }} ]", env_num("SERVE_BENCH_GPU", 0)),
+        None => format!("instance_group [ {{ count: {instances} }} ]"),
+    };
+    let group = match env_num("SERVE_BENCH_GRAPHS", 0) {
+        0 => group,
+        n => format!("{group}\noptimization {{ cuda {{ graphs: true graph_spec [ {{ batch_size: {n} }} ] }} }}"),
+    };
+    let batch_texts = env_num("SERVE_BENCH_BATCH_TEXTS", 0);
+    let peer = std::env::var("SERVE_BENCH_PEER").ok().filter(|v| !v.trim().is_empty());
     let outputs = [("embedding", "384")];
     let batched = text_config(
         "onnxruntime_onnx",
@@ -209,6 +246,7 @@ fn main() {
     println!(
         "serve_load: single-text embedding requests, HTTP/1.1 JSON on loopback; ONNX Runtime, {instances} session(s), intra threads {threads} (0: per core), max_batch {max_batch}, delay {delay} us; {cores} cores"
     );
+    println!("serve_load: config: {}", group.replace('\n', " "));
     let mut results = std::collections::BTreeMap::new();
     for model in ["direct", "batched"] {
         let path = format!("/v2/models/{model}/infer");
@@ -222,6 +260,28 @@ fn main() {
         let (d, b) = (&results[&("direct", c)], &results[&("batched", c)]);
         println!("ratio_batched_vs_direct_c{c}: {:.2}", b.rps / d.rps.max(1e-9));
     }
+    if batch_texts > 0 {
+        // K texts per request, the embeddings back as raw little-endian f32.
+        let many = Arc::new(
+            texts
+                .chunks(batch_texts)
+                .filter(|c| c.len() == batch_texts)
+                .map(|chunk| {
+                    serde_json::to_vec(&serde_json::json!({
+                        "inputs": [{ "name": "text", "shape": [chunk.len(), 1], "datatype": "BYTES", "data": chunk }],
+                        "outputs": [{ "name": "embedding", "parameters": { "binary_data": true } }],
+                    }))
+                    .unwrap()
+                })
+                .collect::<Vec<_>>(),
+        );
+        let path = "/v2/models/batched/infer";
+        load(&server.http, path, &many, 4, 16, Duration::from_secs(30));
+        for &c in &levels {
+            let m = measure(&format!("batched x{batch_texts}"), &server.http, path, &many, c, requests / batch_texts, limit);
+            println!("embeddings_per_s_{batch_texts}_texts_binary_c{c}: {:.0}", m.rps * batch_texts as f64);
+        }
+    }
     let metrics = server.metrics.clone();
     if let Ok(mut s) = TcpStream::connect(&metrics) {
         let _ = write!(s, "GET /metrics HTTP/1.0\r\nHost: {metrics}\r\n\r\n");
@@ -233,10 +293,53 @@ fn main() {
     }
     const CHECKED: usize = 8;
     let kserve_embedding = |v: &serde_json::Value| floats(&v["outputs"][0]["data"]);
-    let ours = tei_binary.as_ref().map(|_| embeddings(&server.http, "/v2/models/direct/infer", &bodies[..CHECKED], kserve_embedding));
-    // trt serve stops before TEI starts: the two never share the cores.
+    let ours = (tei_binary.is_some() || peer.is_some())
+        .then(|| embeddings(&server.http, "/v2/models/direct/infer", &bodies[..CHECKED], kserve_embedding));
+    // trt serve stops before a peer starts: the two never share the machine.
     let status = server.terminate(Duration::from_secs(60));
     assert!(status.success(), "trt serve exited with {status}");
+
+    if let (Some(peer), Some(ours)) = (&peer, &ours) {
+        let mut words = peer.split_whitespace();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        let addr = format!("127.0.0.1:{port}");
+        let mut child = std::process::Command::new(words.next().expect("SERVE_BENCH_PEER names a command"))
+            .args(words)
+            .args(["--port", &port.to_string()])
+            .spawn()
+            .expect("start the peer");
+        let ready = wait_ready(&addr, Duration::from_secs(300));
+        if ready {
+            println!("peer: {peer} on {addr}");
+            let theirs = embeddings(&addr, "/v2/models/batched/infer", &bodies[..CHECKED], kserve_embedding);
+            let min_cos = ours.iter().zip(&theirs).map(|(a, b)| cosine(a, b)).fold(f64::INFINITY, f64::min);
+            println!("peer_embedding_check: min cosine {min_cos:.6} over {CHECKED} texts");
+            let path = "/v2/models/batched/infer";
+            load(&addr, path, &bodies, 4, 64, Duration::from_secs(30));
+            for &c in &levels {
+                results.insert(("peer", c), measure("peer", &addr, path, &bodies, c, requests, limit));
+            }
+        } else {
+            println!("peer: {peer} did not answer /v2/health/ready within 300 s");
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        for &c in levels.iter().filter(|&&c| results.contains_key(&("peer", c))) {
+            let (d, b, p) = (&results[&("direct", c)], &results[&("batched", c)], &results[&("peer", c)]);
+            let best = if b.rps >= d.rps { b } else { d };
+            println!("ratio_trt_serve_vs_peer_c{c}: {:.2}", best.rps / p.rps.max(1e-9));
+            println!(
+                "p50_p99_c{c}: batched {:.2}/{:.2} ms  direct {:.2}/{:.2} ms  peer {:.2}/{:.2} ms",
+                ms(b.p50),
+                ms(b.p99),
+                ms(d.p50),
+                ms(d.p99),
+                ms(p.p50),
+                ms(p.p99)
+            );
+        }
+    }
 
     let (Some(tei_binary), Some(ours)) = (tei_binary, ours) else { return };
     let settings = tei::TeiSettings::from_env(cores, levels.iter().copied().max().unwrap_or(1));
