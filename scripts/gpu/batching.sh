@@ -33,7 +33,7 @@ unxz_to "$PACK/libonnxruntime.so.1.31.1.xz" "$WORK/libonnxruntime.so.1.31.1"
 export ORT_DYLIB_PATH="$WORK/libonnxruntime.so.1.31.1"
 
 # Both sides of every comparison run this one file.
-default_model "$WORK/deps/models/minilm"
+default_model "$WORK/deps/models/minilm" .gpu/minilm-f16
 cp "$WORK/deps/models/minilm/tokenizer.json" "$WORK/deps/minilm/tokenizer.json"
 export TRT_DEPS_DIR="$WORK/deps"
 

@@ -24,13 +24,14 @@ unpack() {
   done
 }
 
-# default_model DIR: the FP32 default model (model.onnx, tokenizer.json,
-# config.json) built in DIR from .gpu/minilm-f16's FP16-stored weights (the
-# FP32 file does not fit a call's 64 MiB), unless DIR has it from an earlier
-# call on a warm machine; log in $OUT/make_model.log.
+# default_model DIR WEIGHTS: the FP32 default model (model.onnx, model_fp16.onnx,
+# tokenizer.json, config.json) built in DIR from the FP16-stored weights in
+# WEIGHTS (scripts/gpu/pack_weights_f16.py; the FP32 file does not fit a call's
+# 64 MiB), unless DIR has it from an earlier call on a warm machine; log in
+# $OUT/make_model.log.
 default_model() {
   [ -f "$1/model.onnx" ] && return 0
-  python3 scripts/make_default_model.py --weights .gpu/minilm-f16 --out "$1" > "$OUT/make_model.log" 2>&1 \
+  python3 scripts/make_default_model.py --weights "$2" --out "$1" > "$OUT/make_model.log" 2>&1 \
     || { tail "$OUT/make_model.log" >&2; return 1; }
 }
 

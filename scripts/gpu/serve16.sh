@@ -21,7 +21,7 @@ bins=(trt serve_load)
 unpack .gpu/serve16 "$WORK" "${bins[@]}"
 ln -sf "$WORK/trt" .gpu/trt
 ln -sf "$WORK/serve_load" .gpu/serve_load
-default_model "$WORK/deps/models/minilm"
+default_model "$WORK/deps/models/minilm" .gpu/minilm-f16
 for f in model.onnx tokenizer.json config.json; do ln -sf "$WORK/deps/models/minilm/$f" .gpu/minilm/$f; done
 ORT_LIB=$(host_ort_lib)
 # serve.sh checks for the 1.31 library and exports ORT_DYLIB_PATH to it; point it at the host's.

@@ -24,7 +24,7 @@ WORK=/tmp/trt-tei16
 source "$ROOT/scripts/gpu/lib.sh"
 mkdir -p "$OUT"
 unpack .gpu/tei "$WORK" trt serve_load text-embeddings-router || exit 1
-default_model "$WORK/deps/models/minilm" || exit 1
+default_model "$WORK/deps/models/minilm" .gpu/minilm-f16 || exit 1
 ORT_LIB=$(host_ort_lib)
 {
   echo "# $(date -u +%FT%TZ) $(nproc) cores; binaries of $(cat .gpu/tei/COMMIT 2>/dev/null || echo '?'); ORT_DYLIB_PATH=$ORT_LIB"

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Packs what scripts/gpu/ort-cuda.sh carries to the GPU host, here: the
+# release test and bench binaries (stripped, xz'd) into .gpu/c2/bins and
+# .gpu/c3/bins, after building them. .gpu/c1 (ort-a, minilm-f16), .gpu/c2/ort-b
+# and .gpu/c3/peer-wheels are made once (see ort-cuda.sh's header).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+TARGET=${CARGO_TARGET_DIR:-target}
+cargo build --release -p trt-cli --bin trt --bench serve_load \
+  -p trt-nlp --test nlp_cuda --bench ort_cuda --bench embed_cuda -p trt-onnx --test onnx_cuda
+newest() { ls -t "$TARGET"/release/deps/"$1"-* | grep -vE '\.(d|rlib|rmeta)$' | head -n 1; }
+pack() {
+  local dest=$1 name=$2 src=$3
+  mkdir -p "$dest"
+  strip -o "$dest/$name" "$src"
+  xz -T2 -6 -f "$dest/$name"
+}
+for t in onnx_cuda nlp_cuda ort_cuda embed_cuda; do pack .gpu/c2/bins "$t" "$(newest "$t")"; done
+pack .gpu/c3/bins trt "$TARGET/release/trt"
+pack .gpu/c3/bins serve_load "$(newest serve_load)"
+du -sh .gpu/c1 .gpu/c2 .gpu/c3
