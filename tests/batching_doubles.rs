@@ -9,6 +9,7 @@
 //! - `logits` `[batch, 2]`: `(sum of the row's real ids, its real length)`.
 #![allow(dead_code)] // each includer uses part of this
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -138,11 +139,13 @@ pub struct RanBatch {
 
 /// Scheduling-logic test double: records every batch, can be held closed
 /// (a gate of permits) so that a test fills the queue while "the model is
-/// busy", and fails or panics on scripted rows.
+/// busy", and fails or panics on scripted rows, or fails every batch while
+/// [`fail_every_batch`](Self::fail_every_batch) says so (a broken device).
 pub struct ScriptedBackendDouble {
     layout: ModelLayout,
     instances: usize,
     parallel: bool,
+    broken: AtomicBool,
     staging: Instances,
     permits: Mutex<usize>,
     gate: Condvar,
@@ -165,6 +168,7 @@ impl ScriptedBackendDouble {
             layout,
             instances,
             parallel: false,
+            broken: AtomicBool::new(false),
             staging,
             permits: Mutex::new(0),
             gate: Condvar::new(),
@@ -178,6 +182,11 @@ impl ScriptedBackendDouble {
     pub fn parallel_instances(mut self, parallel: bool) -> Self {
         self.parallel = parallel;
         self
+    }
+
+    /// From now on, every batch that passes the gate fails (`true`) or runs (`false`).
+    pub fn fail_every_batch(&self, broken: bool) {
+        self.broken.store(broken, Ordering::SeqCst);
     }
 
     /// Lets `n` more batches run.
@@ -254,6 +263,9 @@ impl Backend for ScriptedBackendDouble {
                 self.ran.lock().unwrap().push(RanBatch { tags: tags.clone(), seq_len: s });
                 if tags.contains(&FAIL_TAG) {
                     return Err(Error::InvalidConfig("test double: scripted failure".into()));
+                }
+                if self.broken.load(Ordering::SeqCst) {
+                    return Err(Error::InvalidConfig("test double: this instance fails every batch".into()));
                 }
                 if tags.contains(&PANIC_TAG) {
                     panic!("test double: scripted panic");

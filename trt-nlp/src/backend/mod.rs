@@ -10,6 +10,9 @@
 //! | `tensorrt` (the `tensorrt` feature) | TensorRT engine, a pool of execution contexts | the tokenizer writes into pinned host buffers; one upload, one enqueue, one download |
 //! | [`onnxruntime`] | ONNX Runtime, a pool of sessions | CPU: the tokenizer writes into host buffers that the session reads in place; CUDA: as TensorRT, through IO binding on one stream per session |
 //!
+//! [`LeastLoaded`] puts several of them (one per GPU) behind one `Backend`,
+//! each batch on the least-loaded one.
+//!
 //! [`open`] picks one for a model file ([`BackendChoice::Auto`]: TensorRT
 //! where it can execute here, else ONNX Runtime, with the reason logged).
 //!
@@ -23,6 +26,7 @@ use ndarray::{ArrayD, ArrayViewD, Axis, Slice};
 use crate::{BatchLayout, EncodedBatch, FloatElement, ModelLayout, Result};
 
 pub mod buckets;
+mod least_loaded;
 pub mod onnxruntime;
 mod ort_cuda;
 mod select;
@@ -30,6 +34,7 @@ mod staging;
 #[cfg(feature = "tensorrt")]
 pub mod tensorrt;
 
+pub use least_loaded::{DeviceInstance, DeviceInstanceStats, LeastLoaded};
 pub use select::{is_plan, open, BackendChoice, BackendOptions};
 
 /// One model output, borrowed from the backend's buffers for the duration of
@@ -169,6 +174,22 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// The batcher spreads queued rows over parallel instances.
     fn parallel_instances(&self) -> bool {
         false
+    }
+
+    /// Devices the instances are spread over, each running its batches
+    /// independently of the others (a [`LeastLoaded`] over several GPUs).
+    /// Where instances share a device, the batcher counts that device idle
+    /// only while nothing runs on it, so with several it cuts a batch at once
+    /// while fewer batches run than there are devices. Default 1.
+    fn devices(&self) -> usize {
+        1
+    }
+
+    /// Per device instance, its work so far (a [`LeastLoaded`] reports one
+    /// entry per member, with the GPU's UUID); empty (default) for a backend
+    /// that is not placed over device instances.
+    fn device_instances(&self) -> Vec<DeviceInstanceStats> {
+        Vec::new()
     }
 
     /// The multiple that padded sequence lengths should round up to (the

@@ -13,6 +13,10 @@
 //! waiting (and grouping) in the queue rather than in a backlog. On one
 //! shared device (a GPU) a batch is cut at once when nothing runs on it:
 //! `max_queue_delay` applies only while a batch is running. Where the
+//! backend spreads its instances over several devices
+//! ([`LeastLoaded`](crate::backend::LeastLoaded)), the queue and the cuts
+//! stay one, for the model, and a batch is cut at once while any device
+//! has nothing running. Where the
 //! backend's instances run side by side (CPU sessions), a cut takes at most
 //! its share of the queue per worker, so that one worker does not run
 //! everything queued while the others' cores idle (closed-loop clients
@@ -68,8 +72,10 @@ struct Shared {
     /// Worker threads, and whether a cut takes only its share of the queue per worker.
     workers: usize,
     spread: bool,
-    /// Whether a cut is due at once when no batch is running.
+    /// Whether a cut is due at once when a device has no batch running.
     cut_when_idle: bool,
+    /// Devices the backend's instances are spread over ([`Backend::devices`], at most `workers`).
+    devices: usize,
     metrics: Arc<Metrics>,
     state: Mutex<State>,
     /// Wakes the batcher: a request arrived, a worker became idle, shutdown.
@@ -127,6 +133,7 @@ impl Scheduler {
             workers,
             spread,
             cut_when_idle,
+            devices: backend.devices().clamp(1, workers),
             metrics: Arc::new(Metrics::new(config.max_batch_size)),
             state: Mutex::new(State {
                 queue: Queue::new(config.priority_levels),
@@ -300,8 +307,9 @@ fn cut_batches(s: &Shared, st: &mut State, now: Instant) -> Option<Instant> {
     // Fixed for this round of cuts, so the rows queued now split evenly.
     let share = if s.spread { st.queue.len().div_ceil(s.workers) } else { usize::MAX };
     while let Some(&w) = st.idle.last() {
-        // Every worker idle: nothing runs on the device, so a wait would leave it idle.
-        let device_idle = s.cut_when_idle && st.idle.len() == s.workers;
+        // Fewer batches running than devices: a device has nothing running (the
+        // backend sends a batch to an idle one first), so a wait would leave it idle.
+        let device_idle = s.cut_when_idle && s.workers - st.idle.len() < s.devices;
         match decide(&st.queue, &s.config, &padded_len, now, st.closing || st.deferred > 0, device_idle, share) {
             Decision::Idle => {
                 st.deferred = 0;
