@@ -11,7 +11,7 @@
 //! | `trt demo` | the embedded default model end to end | no (runs on ONNX Runtime where TensorRT cannot) |
 //! | `trt convert --fp16 IN.onnx -o OUT.onnx` | FP16 weights and compute, FP32 islands | no |
 //! | `trt quantize IN.onnx --calibration TEXTS -o OUT.onnx` | INT8 Q/DQ, accuracy targets | no (ONNX Runtime) |
-//! | `trt compare A.onnx B.onnx` | output (and `--layers`) differences, a CI gate | no (ONNX Runtime) |
+//! | `trt compare A.onnx B.onnx` / `trt compare PLAN MODEL.onnx` | output (and `--layers`) differences as a table or `--json`, a CI gate | ONNX models: no (ONNX Runtime); plans: yes |
 //! | `trt serve --model-repository DIR` | KServe v2 / Triton-protocol server (HTTP, gRPC, metrics) | no (ONNX Runtime); plans: yes |
 //!
 //! Built without the `tensorrt` feature (`--no-default-features --features
@@ -79,7 +79,7 @@ enum Command {
     Convert(cmd::convert::Args),
     /// INT8 post-training quantization (Q/DQ) from calibration texts.
     Quantize(cmd::quantize::Args),
-    /// Run two ONNX models on the same inputs and compare their outputs.
+    /// Run two models (ONNX, or a plan against its ONNX) on the same inputs and compare their outputs.
     Compare(cmd::compare::Args),
     /// Serve a Triton-layout model repository over KServe v2 HTTP and gRPC.
     // Boxed: its many flags make it much larger than the other commands' arguments.

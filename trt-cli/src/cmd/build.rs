@@ -153,12 +153,13 @@ fn check_precision_flag(_args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// TensorRT 10.x: set the flag, for a network that is not strongly typed.
+/// TensorRT 10.x: set the precision `flag` (`--fp16`, `--bf16`, `--int8`),
+/// for a network that is not strongly typed.
 #[cfg(trt_weakly_typed)]
-fn apply_precision(args: &Args, _network: &Network<'_>, config: &mut BuilderConfig<'_>) -> Result<()> {
+pub fn apply_precision(flag: Option<&str>, config: &mut BuilderConfig<'_>) -> Result<()> {
     use trt::AllowedPrecision as P;
-    // `run` parsed the model weakly typed because a precision flag was given.
-    let Some(flag) = args.precision_flag() else {
+    // The model was parsed weakly typed because a precision flag was given.
+    let Some(flag) = flag else {
         return Ok(());
     };
     let p = match flag {
@@ -170,9 +171,11 @@ fn apply_precision(args: &Args, _network: &Network<'_>, config: &mut BuilderConf
     Ok(())
 }
 
+/// Strongly typed versions: nothing to set (`--fp16` converted the model
+/// when it was parsed; the other flags are refused up front).
 #[cfg(not(trt_weakly_typed))]
-fn apply_precision(_args: &Args, _network: &Network<'_>, _config: &mut BuilderConfig<'_>) -> Result<()> {
-    Ok(()) // refused up front by check_precision_flag
+pub fn apply_precision(_flag: Option<&str>, _config: &mut BuilderConfig<'_>) -> Result<()> {
+    Ok(())
 }
 
 #[cfg(trt_rtx)]
@@ -200,17 +203,23 @@ pub fn explain(model: &Path, network: &Network<'_>, e: trt::Error) -> CliError {
     }
 }
 
-/// Parses the model; on strongly typed versions `--fp16` first converts it
-/// to FP16 in memory (external weights are read and inlined by the converter).
-fn parse<'b>(builder: &'b Builder, args: &Args, weakly_typed: bool) -> Result<trt::ParsedNetwork<'b>> {
-    if cfg!(trt_weakly_typed) || !args.fp16 {
-        return Ok(OnnxParser::parse_file_with(builder, &args.model, !weakly_typed)?);
+/// Parses `model` (weakly typed when a precision flag asks TensorRT 10.x to
+/// pick per layer); on strongly typed versions `fp16` first converts it to
+/// FP16 in memory (external weights are read and inlined by the converter).
+pub fn parse<'b>(builder: &'b Builder, model: &Path, fp16: bool, weakly_typed: bool) -> Result<trt::ParsedNetwork<'b>> {
+    if cfg!(trt_weakly_typed) || !fp16 {
+        return Ok(OnnxParser::parse_file_with(builder, model, !weakly_typed)?);
     }
-    let model = trt_onnx::graph::Model::load(&args.model).about(&args.model)?;
-    let (fp16, report) = trt_onnx::fp16::convert(&model, &trt_onnx::fp16::Fp16Options::default()).about(&args.model)?;
+    let onnx = trt_onnx::graph::Model::load(model).about(model)?;
+    let (converted, report) = trt_onnx::fp16::convert(&onnx, &trt_onnx::fp16::Fp16Options::default()).about(model)?;
     eprintln!("--fp16: {}", crate::cmd::convert::summary(&report));
-    let bytes = fp16.to_bytes().about(&args.model)?;
-    Ok(OnnxParser::parse_bytes(builder, &bytes, Some(&args.model))?)
+    let bytes = converted.to_bytes().about(model)?;
+    Ok(OnnxParser::parse_bytes(builder, &bytes, Some(model))?)
+}
+
+/// `--workspace MiB` in bytes.
+pub fn workspace_bytes(mib: usize) -> Result<usize> {
+    mib.checked_mul(1 << 20).ok_or_else(|| CliError::new(format!("--workspace {mib} MiB is more than this machine can address")))
 }
 
 /// `trt build`.
@@ -224,14 +233,11 @@ pub fn run(args: Args) -> Result<()> {
     // A precision flag asks TensorRT 10.x to pick per layer, which needs a weakly
     // typed network; elsewhere networks are always strongly typed.
     let weakly_typed = args.fp16 || args.bf16 || args.int8;
-    let network = parse(&builder, &args, weakly_typed)?;
+    let network = parse(&builder, &args.model, args.fp16, weakly_typed)?;
     let mut config = builder.config()?;
-    apply_precision(&args, &network, &mut config)?;
+    apply_precision(args.precision_flag(), &mut config)?;
     if let Some(mib) = args.workspace {
-        let bytes = mib
-            .checked_mul(1 << 20)
-            .ok_or_else(|| CliError::new(format!("--workspace {mib} MiB is more than this machine can address")))?;
-        config.set_workspace(bytes)?;
+        config.set_workspace(workspace_bytes(mib)?)?;
     }
     if let Some(level) = args.opt_level {
         config.set_optimization_level(level)?;

@@ -1,35 +1,47 @@
-//! `trt compare A.onnx B.onnx`: run two models on identical inputs and say
-//! how far B's outputs are from A's; `--atol/--rtol/--min-cosine` turn it
-//! into a gate (exit 1 naming the output), `--layers` finds the first
-//! intermediate tensor, in A's topological order, where they diverge.
+//! `trt compare A B`: run two models on identical inputs and say how far B's
+//! outputs are from A's; `--atol/--rtol/--min-cosine` turn it into a gate
+//! (exit 1 naming the output), `--layers` finds the first intermediate
+//! tensor, in the reference's topological order, where they diverge.
+//! `--json` writes the same report as one JSON document
+//! ([`compare_report`](super::compare_report)).
 //!
-//! Both sides run on ONNX Runtime (CPU). A TensorRT side (a plan, or an ONNX
-//! file built to one) is not part of this command yet: no machine here can
-//! execute an engine, so it is refused with that reason rather than
-//! pretended.
+//! | A, B | reference | checked | `--layers` reads |
+//! |---|---|---|---|
+//! | two ONNX models | A on ONNX Runtime (CPU) | B on ONNX Runtime (CPU) | both graphs with their common float tensors as outputs |
+//! | a plan and an ONNX model, either order | the ONNX model on ONNX Runtime (CPU) | the plan on TensorRT (GPU 0) | the ONNX graph as above; an engine rebuilt from the ONNX model with those tensors marked as outputs ([`compare_plan`](super::compare_plan)) |
+//!
+//! Where one side is a plan the ONNX model is the reference whatever the
+//! order: ONNX Runtime is the workspace's reference executor. A plan needs
+//! a GPU TensorRT can execute engines on; without one the command stops at
+//! once with the reason. `--layers` rebuilds with the plan's optimization
+//! profiles and the precision flags given here (`--fp16`, `--opt-level`,
+//! `--workspace`: a plan does not record them).
 
 use std::path::{Path, PathBuf};
 
 use trt_nlp::ElementType;
 use trt_nlp::{EncodedBatch, InputRole, InputSpec, Padding, TokenizerPipeline, Truncation};
-use trt_onnx::compare::{self, Accumulator, Metrics};
-use trt_onnx::dataset::{self, Batch};
-use trt_onnx::graph::{edit, types, Model};
+use trt_onnx::compare::{self, Accumulator};
+use trt_onnx::dataset::{self, Batch, Outputs};
+use trt_onnx::graph::Model;
 use trt_onnx::runtime::{Session, SessionOptions};
 
+use super::compare_layers;
+use super::compare_report::{Figures, Gate, Layers, Report, SideInfo};
 use crate::error::{CliError, Context, Result};
+use crate::output::emit;
 
 /// Arguments of `trt compare`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The reference model (ONNX).
+    /// The reference model (ONNX), or a TensorRT plan to check against the other model.
     pub a: PathBuf,
-    /// The model checked against it (ONNX).
+    /// The model checked against it (ONNX), or a TensorRT plan.
     pub b: PathBuf,
     /// Texts, one per line, run through the tokenizer.
     #[arg(long, value_name = "FILE", conflicts_with = "random")]
     pub texts: Option<PathBuf>,
-    /// The tokenizer [default: tokenizer.json beside A].
+    /// The tokenizer [default: tokenizer.json beside the reference ONNX model].
     #[arg(long, value_name = "tokenizer.json")]
     pub tokenizer: Option<PathBuf>,
     /// Instead of texts: N rows of random token ids (ids 1000..2000, length 16).
@@ -53,9 +65,32 @@ pub struct Args {
     /// Also compare every intermediate tensor both models have and name the first that diverges.
     #[arg(long)]
     pub layers: bool,
+    /// The report as one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
     /// ONNX Runtime threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// --layers with a plan: it was built with `trt build --fp16` (the rebuild converts the same way).
+    #[arg(long, requires = "layers", help_heading = "Rebuilding a plan for --layers")]
+    pub fp16: bool,
+    /// --layers with a plan: the builder optimization level it was built with.
+    #[arg(long, value_name = "N", requires = "layers", value_parser = clap::value_parser!(i32).range(0..=5),
+          help_heading = "Rebuilding a plan for --layers")]
+    pub opt_level: Option<i32>,
+    /// --layers with a plan: the workspace it was built with, in MiB.
+    #[arg(long, value_name = "MiB", requires = "layers", help_heading = "Rebuilding a plan for --layers")]
+    pub workspace: Option<usize>,
+}
+
+impl Args {
+    fn gate(&self) -> Gate {
+        Gate { atol: self.atol, rtol: self.rtol, min_cosine: self.min_cosine }
+    }
+
+    fn rebuild_flags(&self) -> bool {
+        self.fp16 || self.opt_level.is_some() || self.workspace.is_some()
+    }
 }
 
 /// Tokenizes `texts` into batches of `batch` rows for a model with `inputs`
@@ -144,60 +179,126 @@ fn random_batches(inputs: &[String], rows: usize, batch: usize) -> Vec<Batch> {
         .collect()
 }
 
-fn check_onnx(path: &Path) -> Result<()> {
+/// What a command-line path names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Onnx,
+    Plan,
+}
+
+fn kind(path: &Path) -> Result<Kind> {
     match path.extension().and_then(|e| e.to_str()) {
-        Some("onnx") => Ok(()),
-        Some("plan" | "engine" | "trt") => Err(CliError::new(format!(
-            "{}: comparing against a TensorRT plan is not supported yet (no machine here can execute an engine to test it); compare ONNX models on ONNX Runtime",
-            path.display()
-        ))),
-        _ => Err(CliError::new(format!("{}: expected an .onnx file", path.display()))),
+        Some("onnx") => Ok(Kind::Onnx),
+        Some("plan" | "engine" | "trt") => Ok(Kind::Plan),
+        _ => Err(CliError::new(format!("{}: expected an .onnx model or a TensorRT plan (.plan, .engine, .trt)", path.display()))),
     }
 }
 
-/// Which tolerance an output's figures break, if any.
-fn violation(m: &Metrics, args: &Args) -> Option<String> {
-    if let Some(t) = args.atol.filter(|t| m.max_abs > *t) {
-        return Some(format!("max abs error {:.3e} > --atol {t:e}", m.max_abs));
-    }
-    if let Some(t) = args.rtol.filter(|t| m.max_rel > *t) {
-        return Some(format!("max relative error {:.3e} > --rtol {t:e}", m.max_rel));
-    }
-    if let Some(t) = args.min_cosine.filter(|t| m.cosine_min < *t) {
-        return Some(format!("min cosine {:.6} < --min-cosine {t}", m.cosine_min));
-    }
-    None
+/// One figure line (`trt quantize` prints its accuracy with it).
+pub fn describe(m: &compare::Metrics) -> String {
+    Figures::new("", &[], m, None).line()
 }
 
-/// One line of figures.
-pub fn describe(m: &Metrics) -> String {
-    let mut s = format!("max_abs {:.3e}  max_rel {:.3e}  cosine min {:.6} mean {:.6}", m.max_abs, m.max_rel, m.cosine_min, m.cosine_mean);
-    if let Some(a) = m.argmax_agreement {
-        s.push_str(&format!("  argmax agreement {:.4}", a));
-    }
-    if let Some((lo, mean)) = m.embedding_cosine {
-        s.push_str(&format!("  embedding cosine min {lo:.6} mean {mean:.6}"));
-    }
-    s
+/// An ONNX model on ONNX Runtime.
+struct OnnxSide {
+    path: PathBuf,
+    model: Model,
+    session: Session,
 }
 
-fn run_all(session: &mut Session, batches: &[Batch], outputs: &[&str]) -> Result<Vec<dataset::Outputs>> {
-    batches.iter().map(|b| dataset::run(session, b, Some(outputs)).map_err(|e| CliError::new(e.to_string()))).collect()
+impl OnnxSide {
+    fn open(path: &Path, options: &SessionOptions) -> Result<OnnxSide> {
+        let model = Model::load(path).about(path)?;
+        let session = Session::from_bytes(&model.to_bytes().about(path)?, options).about(path)?;
+        Ok(OnnxSide { path: path.to_path_buf(), model, session })
+    }
+
+    fn info(&self) -> SideInfo {
+        SideInfo { path: self.path.display().to_string(), backend: format!("onnxruntime ({})", self.session.provider()) }
+    }
+}
+
+/// The side checked against the ONNX reference.
+enum Checked {
+    // Both boxed: each is hundreds of bytes, of different sizes.
+    Onnx(Box<OnnxSide>),
+    #[cfg(feature = "tensorrt")]
+    Plan(Box<super::compare_plan::PlanSide>),
+}
+
+impl Checked {
+    fn info(&self) -> SideInfo {
+        match self {
+            Checked::Onnx(s) => s.info(),
+            #[cfg(feature = "tensorrt")]
+            Checked::Plan(p) => p.info(),
+        }
+    }
+
+    fn inputs(&self) -> Vec<String> {
+        match self {
+            Checked::Onnx(s) => s.session.inputs().iter().map(|i| i.name.clone()).collect(),
+            #[cfg(feature = "tensorrt")]
+            Checked::Plan(p) => p.inputs(),
+        }
+    }
+
+    fn outputs(&self) -> Vec<String> {
+        match self {
+            Checked::Onnx(s) => s.session.outputs().iter().map(|o| o.name.clone()).collect(),
+            #[cfg(feature = "tensorrt")]
+            Checked::Plan(p) => p.outputs(),
+        }
+    }
+
+    fn run(&mut self, batch: &Batch, names: &[&str]) -> Result<Outputs> {
+        match self {
+            Checked::Onnx(s) => dataset::run(&mut s.session, batch, Some(names)).about(&s.path),
+            #[cfg(feature = "tensorrt")]
+            Checked::Plan(p) => p.run(batch, names),
+        }
+    }
+}
+
+#[cfg(feature = "tensorrt")]
+fn open_plan(path: &Path) -> Result<Checked> {
+    Ok(Checked::Plan(Box::new(super::compare_plan::PlanSide::open(path)?)))
+}
+
+#[cfg(not(feature = "tensorrt"))]
+fn open_plan(path: &Path) -> Result<Checked> {
+    Err(CliError::new(format!(
+        "{}: this trt was built without TensorRT (the `tensorrt` feature), so it cannot run a plan; compare ONNX models",
+        path.display()
+    )))
 }
 
 /// `trt compare`.
 pub fn run(args: Args) -> Result<()> {
-    check_onnx(&args.a)?;
-    check_onnx(&args.b)?;
+    let (reference_path, checked_path, checked_kind) = match (kind(&args.a)?, kind(&args.b)?) {
+        (Kind::Onnx, k) => (&args.a, &args.b, k),
+        (Kind::Plan, Kind::Onnx) => (&args.b, &args.a, Kind::Plan),
+        (Kind::Plan, Kind::Plan) => {
+            return Err(CliError::new(format!(
+                "{} and {} are both plans: compare a plan against the ONNX model it was built from",
+                args.a.display(),
+                args.b.display()
+            )))
+        }
+    };
+    if args.rebuild_flags() && checked_kind != Kind::Plan {
+        return Err(CliError::new("--fp16, --opt-level and --workspace describe how a plan was built; neither side is a plan"));
+    }
     let options = SessionOptions { intra_threads: args.threads, ..SessionOptions::default() };
-    let model_a = Model::load(&args.a).about(&args.a)?;
-    let model_b = Model::load(&args.b).about(&args.b)?;
-    let mut sa = Session::from_bytes(&model_a.to_bytes().about(&args.a)?, &options).about(&args.a)?;
-    let mut sb = Session::from_bytes(&model_b.to_bytes().about(&args.b)?, &options).about(&args.b)?;
-    let inputs: Vec<String> = sa.inputs().iter().map(|i| i.name.clone()).collect();
-    let b_inputs: Vec<String> = sb.inputs().iter().map(|i| i.name.clone()).collect();
-    if inputs.iter().any(|n| !b_inputs.contains(n)) || b_inputs.iter().any(|n| !inputs.contains(n)) {
-        return Err(CliError::new(format!("the models take different inputs: {inputs:?} and {b_inputs:?}")));
+    let mut reference = OnnxSide::open(reference_path, &options)?;
+    let mut checked = match checked_kind {
+        Kind::Onnx => Checked::Onnx(Box::new(OnnxSide::open(checked_path, &options)?)),
+        Kind::Plan => open_plan(checked_path)?,
+    };
+    let inputs: Vec<String> = reference.session.inputs().iter().map(|i| i.name.clone()).collect();
+    let other_inputs = checked.inputs();
+    if inputs.iter().any(|n| !other_inputs.contains(n)) || other_inputs.iter().any(|n| !inputs.contains(n)) {
+        return Err(CliError::new(format!("the models take different inputs: {inputs:?} and {other_inputs:?}")));
     }
     let batches = match (&args.texts, args.random) {
         (Some(file), _) => {
@@ -205,82 +306,78 @@ pub fn run(args: Args) -> Result<()> {
             if texts.is_empty() {
                 return Err(CliError::new(format!("{}: no texts", file.display())));
             }
-            let tok = tokenizer_for(&args.a, args.tokenizer.as_deref())?;
+            let tok = tokenizer_for(reference_path, args.tokenizer.as_deref())?;
             token_batches(&tok, &inputs, &texts, args.batch, args.max_len)?
         }
         (None, Some(n)) if n > 0 => random_batches(&inputs, n, args.batch),
         _ => return Err(CliError::new("give --texts FILE or --random N")),
     };
-    let outputs: Vec<String> = sa.outputs().iter().map(|o| o.name.clone()).filter(|n| sb.outputs().iter().any(|o| &o.name == n)).collect();
+    let other_outputs = checked.outputs();
+    let outputs: Vec<String> = reference.session.outputs().iter().map(|o| o.name.clone()).filter(|n| other_outputs.contains(n)).collect();
     if outputs.is_empty() {
         return Err(CliError::new("the models have no output name in common"));
     }
     let names: Vec<&str> = outputs.iter().map(String::as_str).collect();
-    let ra = run_all(&mut sa, &batches, &names)?;
-    let rb = run_all(&mut sb, &batches, &names)?;
-    let rows: usize = batches.iter().map(Batch::rows).sum();
-    println!("{} vs {}: {} rows in {} batches", args.a.display(), args.b.display(), rows, batches.len());
-    let mut failure = None;
+    let mut ra = Vec::new();
+    let mut rb = Vec::new();
+    for b in &batches {
+        ra.push(dataset::run(&mut reference.session, b, Some(&names)).about(reference_path)?);
+        rb.push(checked.run(b, &names)?);
+    }
+    let gate = args.gate();
+    let mut figures = Vec::new();
     for name in &outputs {
         let mut acc = Accumulator::default();
+        let mut shape = Vec::new();
         for ((batch, a), b) in batches.iter().zip(&ra).zip(&rb) {
             let (Some((_, x)), Some((_, y))) = (a.iter().find(|(n, _)| n == name), b.iter().find(|(n, _)| n == name)) else {
                 continue;
             };
-            acc.add(&compare::compare(name, x, y, batch.mask2()).about(&args.b)?, batch.rows());
+            shape = x.shape().to_vec();
+            acc.add(&compare::compare(name, x, y, batch.mask2()).about(checked_path)?, batch.rows());
         }
         let m = acc.total();
-        println!("  {name}: {}", describe(&m));
-        if failure.is_none() {
-            failure = violation(&m, &args).map(|v| format!("output '{name}': {v}"));
-        }
+        figures.push(Figures::new(name, &shape, &m, gate.violation(&m)));
     }
-    if args.layers {
-        first_divergence(&args, &model_a, &model_b, &batches[0], &options)?;
-    }
-    match failure {
+    let layers = if args.layers { Some(layers(&args, &gate, &reference, &checked, &batches[0], &options)?) } else { None };
+    let report = Report {
+        reference: reference.info(),
+        checked: checked.info(),
+        rows: batches.iter().map(Batch::rows).sum(),
+        batches: batches.len(),
+        gate: gate.describe(false),
+        failure: Report::first_failure(&figures),
+        outputs: figures,
+        layers,
+    };
+    emit(&if args.json { report.to_json() } else { report.to_text() });
+    match report.failure {
         Some(f) => Err(CliError::new(f)),
         None => Ok(()),
     }
 }
 
-/// `--layers`: every tensor both graphs produce, exposed on both sides, one batch.
-fn first_divergence(args: &Args, a: &Model, b: &Model, batch: &Batch, options: &SessionOptions) -> Result<()> {
-    let ta = types::infer(a.graph());
-    let tb = types::infer(b.graph());
-    let in_b: std::collections::HashSet<String> = edit::intermediate_tensors(b.graph()).into_iter().collect();
-    let float = |t: Option<&i32>| t.is_some_and(|c| trt_onnx::graph::tensor::is_float(*c));
-    let common: Vec<String> =
-        edit::intermediate_tensors(a.graph()).into_iter().filter(|n| in_b.contains(n) && float(ta.get(n)) && float(tb.get(n))).collect();
-    if common.is_empty() {
-        println!("layers: the models share no intermediate float tensor names");
-        return Ok(());
-    }
-    let expose = |m: &Model, t: &types::ElemTypes| -> Result<Session> {
-        let mut m = m.clone();
-        edit::expose(m.graph_mut().map_err(|e| CliError::new(e.to_string()))?, &common, t).map_err(|e| CliError::new(e.to_string()))?;
-        Session::from_bytes(&m.to_bytes().map_err(|e| CliError::new(e.to_string()))?, options).map_err(|e| CliError::new(e.to_string()))
+/// `--layers` on the first batch.
+// Only the plan side reads the rebuild flags in `args`.
+#[cfg_attr(not(feature = "tensorrt"), allow(unused_variables))]
+fn layers(args: &Args, gate: &Gate, reference: &OnnxSide, checked: &Checked, batch: &Batch, options: &SessionOptions) -> Result<Layers> {
+    let reference_names = compare_layers::onnx_float_tensors(&reference.model);
+    let (names, values, rebuild) = match checked {
+        Checked::Onnx(other) => {
+            let names = compare_layers::matched(&reference_names, &compare_layers::onnx_float_tensors(&other.model));
+            if names.is_empty() {
+                return compare_layers::compare_all(&[], &Vec::new(), &Vec::new(), gate, None);
+            }
+            let values = compare_layers::onnx_values(&other.model, &names, batch, options).about(&other.path)?;
+            (names, values, None)
+        }
+        #[cfg(feature = "tensorrt")]
+        Checked::Plan(plan) => {
+            let rebuild = super::compare_plan::Rebuild { fp16: args.fp16, opt_level: args.opt_level, workspace_mib: args.workspace };
+            let (names, values, how) = plan.layer_values(&reference.path, &reference.model, &rebuild, batch)?;
+            (names, values, Some(how))
+        }
     };
-    let names: Vec<&str> = common.iter().map(String::as_str).collect();
-    let xa = dataset::run(&mut expose(a, &ta)?, batch, Some(&names)).about(&args.a)?;
-    let xb = dataset::run(&mut expose(b, &tb)?, batch, Some(&names)).about(&args.b)?;
-    // Without tolerances, a tensor diverges when its row cosine falls under 0.999.
-    let default_gate = args.atol.is_none() && args.rtol.is_none() && args.min_cosine.is_none();
-    for ((name, x), (_, y)) in xa.iter().zip(&xb) {
-        if x.shape() != y.shape() {
-            continue;
-        }
-        let m = compare::compare(name, x, y, None).map_err(|e| CliError::new(e.to_string()))?;
-        let bad = if default_gate {
-            (m.cosine_min < 0.999).then(|| format!("min cosine {:.6} < 0.999", m.cosine_min))
-        } else {
-            violation(&m, args)
-        };
-        if let Some(why) = bad {
-            println!("layers: {} tensors compared; first divergence at '{name}': {why} ({})", common.len(), describe(&m));
-            return Ok(());
-        }
-    }
-    println!("layers: {} tensors compared; none diverges beyond tolerance", common.len());
-    Ok(())
+    let reference_values = compare_layers::onnx_values(&reference.model, &names, batch, options).about(&reference.path)?;
+    compare_layers::compare_all(&names, &reference_values, &values, gate, rebuild)
 }

@@ -10,6 +10,10 @@ pub mod bench_report;
 #[cfg(feature = "tensorrt")]
 pub mod build;
 pub mod compare;
+pub mod compare_layers;
+#[cfg(feature = "tensorrt")]
+pub mod compare_plan;
+pub mod compare_report;
 pub mod convert;
 #[cfg(feature = "tensorrt")]
 pub mod demo;
