@@ -107,6 +107,16 @@ pub enum Error {
     #[error("the tokenizer defines no padding token; set one with PipelineBuilder::pad_id")]
     NoPadToken,
 
+    /// A tensor of a tensor model is not what the model takes (name, type,
+    /// shape), or its values do not fill its shape.
+    #[error("tensor '{tensor}': {problem}")]
+    Tensor {
+        /// The tensor's name.
+        tensor: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+
     /// A pipeline setting that cannot work (zero length, zero bucket, ...).
     #[error("invalid pipeline configuration: {0}")]
     InvalidConfig(String),

@@ -10,6 +10,7 @@
 //! | [`TokenRow`] | one text's tokens, owned: tokenize at one moment ([`TokenizerPipeline::tokenize`]), pack into a batch later ([`TokenizerPipeline::pack`]) |
 //! | [`TextModel`] | texts in, answers out: `embed`, `classify`, or any [`Selection`] of raw and pooled outputs as [`OutputRows`]; its [`Head`] holds labels, pooling, normalisation |
 //! | [`Embedder`], [`Classifier`] | a [`TextModel`] checked for hidden states, or for logits |
+//! | [`tensor`] | models over named tensors of any element type (no tokenizer): [`TensorBackend`](tensor::TensorBackend) on ONNX Runtime or TensorRT |
 //! | [`batching`] | dynamic batching: a [`Scheduler`](batching::Scheduler) over a [`Backend`] for many threads and tasks |
 //! | [`InputSpec`], [`EncodedBatch`] | which tensors an engine takes (name, role, dtype) and the caller's buffers for them |
 //! | [`softmax`], [`top_k`], [`Labels`] | classifier logits → probabilities → named top-k classes |
@@ -99,6 +100,7 @@ mod pipeline;
 mod postprocess;
 mod rows;
 mod spec;
+pub mod tensor;
 mod text_model;
 mod texts;
 

@@ -224,6 +224,30 @@ pub enum InputTensor<'a> {
     F32(ArrayViewD<'a, f32>),
     /// f16 values.
     F16(ArrayViewD<'a, f16>),
+    /// bf16 values.
+    BF16(ArrayViewD<'a, bf16>),
+    /// i8 values.
+    I8(ArrayViewD<'a, i8>),
+    /// u8 values.
+    U8(ArrayViewD<'a, u8>),
+    /// bool values.
+    Bool(ArrayViewD<'a, bool>),
+}
+
+/// `$body` with `$a` bound to the array view of whichever variant `$t` is.
+macro_rules! on_input {
+    ($t:expr, $a:ident => $body:expr) => {
+        match $t {
+            InputTensor::I32($a) => $body,
+            InputTensor::I64($a) => $body,
+            InputTensor::F32($a) => $body,
+            InputTensor::F16($a) => $body,
+            InputTensor::BF16($a) => $body,
+            InputTensor::I8($a) => $body,
+            InputTensor::U8($a) => $body,
+            InputTensor::Bool($a) => $body,
+        }
+    };
 }
 
 impl InputTensor<'_> {
@@ -233,25 +257,19 @@ impl InputTensor<'_> {
             Self::I64(_) => ElementType::I64,
             Self::F32(_) => ElementType::F32,
             Self::F16(_) => ElementType::F16,
+            Self::BF16(_) => ElementType::BF16,
+            Self::I8(_) => ElementType::I8,
+            Self::U8(_) => ElementType::U8,
+            Self::Bool(_) => ElementType::Bool,
         }
     }
 
     fn shape(&self) -> &[usize] {
-        match self {
-            Self::I32(a) => a.shape(),
-            Self::I64(a) => a.shape(),
-            Self::F32(a) => a.shape(),
-            Self::F16(a) => a.shape(),
-        }
+        on_input!(self, a => a.shape())
     }
 
     fn value(&self) -> ort::Result<SessionInputValue<'_>> {
-        Ok(match self {
-            Self::I32(a) => TensorRef::from_array_view(a.view())?.into(),
-            Self::I64(a) => TensorRef::from_array_view(a.view())?.into(),
-            Self::F32(a) => TensorRef::from_array_view(a.view())?.into(),
-            Self::F16(a) => TensorRef::from_array_view(a.view())?.into(),
-        })
+        Ok(on_input!(self, a => TensorRef::from_array_view(a.view())?.into()))
     }
 }
 
@@ -269,6 +287,10 @@ pub enum OutputRef<'a> {
     I32(ArrayViewD<'a, i32>),
     /// i64 values.
     I64(ArrayViewD<'a, i64>),
+    /// i8 values.
+    I8(ArrayViewD<'a, i8>),
+    /// u8 values.
+    U8(ArrayViewD<'a, u8>),
     /// bool values.
     Bool(ArrayViewD<'a, bool>),
     /// A type these helpers do not read (strings, sequences, ...).
@@ -284,6 +306,8 @@ impl OutputRef<'_> {
             Self::BF16(a) => OutputTensor::BF16(a.to_owned()),
             Self::I32(a) => OutputTensor::I32(a.to_owned()),
             Self::I64(a) => OutputTensor::I64(a.to_owned()),
+            Self::I8(a) => OutputTensor::I8(a.to_owned()),
+            Self::U8(a) => OutputTensor::U8(a.to_owned()),
             Self::Bool(a) => OutputTensor::Bool(a.to_owned()),
             Self::Unsupported(t) => OutputTensor::Unsupported(*t),
         }
@@ -304,6 +328,10 @@ pub enum OutputTensor {
     I32(ArrayD<i32>),
     /// i64 values.
     I64(ArrayD<i64>),
+    /// i8 values.
+    I8(ArrayD<i8>),
+    /// u8 values.
+    U8(ArrayD<u8>),
     /// bool values.
     Bool(ArrayD<bool>),
     /// A type these helpers do not read.
@@ -320,6 +348,8 @@ impl OutputTensor {
             Self::BF16(a) => a.mapv(f32::from),
             Self::I32(a) => a.mapv(|v| v as f32),
             Self::I64(a) => a.mapv(|v| v as f32),
+            Self::I8(a) => a.mapv(f32::from),
+            Self::U8(a) => a.mapv(f32::from),
             Self::Bool(a) => a.mapv(|v| v as u8 as f32),
             Self::Unsupported(_) => return None,
         })
@@ -520,6 +550,8 @@ fn view<'a>(name: &str, value: &'a DynValue) -> Result<OutputRef<'a>> {
         TensorElementType::Bfloat16 => OutputRef::BF16(value.try_extract_array::<bf16>().map_err(err)?),
         TensorElementType::Int32 => OutputRef::I32(value.try_extract_array::<i32>().map_err(err)?),
         TensorElementType::Int64 => OutputRef::I64(value.try_extract_array::<i64>().map_err(err)?),
+        TensorElementType::Int8 => OutputRef::I8(value.try_extract_array::<i8>().map_err(err)?),
+        TensorElementType::Uint8 => OutputRef::U8(value.try_extract_array::<u8>().map_err(err)?),
         TensorElementType::Bool => OutputRef::Bool(value.try_extract_array::<bool>().map_err(err)?),
         other => OutputRef::Unsupported(ElementType::from_ort(other)),
     })
