@@ -69,7 +69,7 @@ async fn a_version_switch_keeps_requests_on_their_version_and_frees_the_old_one(
     assert_eq!(repo.resolve("m", None).unwrap().version, 2, "new requests go to version 2");
     assert!(matches!(repo.resolve("m", Some("1")), Err(ServeError::NotFound(_))));
     // The request in flight still runs on version 1, whose memory lives until it is done.
-    let ran = in_flight.dispatcher.run(vec!["still on one".into()], 0, None).await.unwrap();
+    let ran = in_flight.text().unwrap().run(vec!["still on one".into()], 0, None).await.unwrap();
     assert_eq!(ran.tensors[0].shape, [1, 2]);
     assert!(v1.upgrade().is_some());
     drop(in_flight);

@@ -63,9 +63,9 @@ pub fn resolve(service: &Service, model: Option<&str>) -> ServeResult<Arc<Served
 }
 
 /// The bounds of a request to `served`: its largest batch, the server's text limit, its sequence length.
-pub fn bounds(service: &Service, served: &ServedVersion) -> Bounds {
-    let model = served.dispatcher.model();
-    Bounds { max_inputs: model.max_batch(), max_text_bytes: service.repository.limits().max_text_bytes, max_ids: model.max_seq() }
+pub fn bounds(service: &Service, served: &ServedVersion) -> ServeResult<Bounds> {
+    let model = served.text()?.model();
+    Ok(Bounds { max_inputs: model.max_batch(), max_text_bytes: service.repository.limits().max_text_bytes, max_ids: model.max_seq() })
 }
 
 /// The width of `served`'s `embedding` output, or why it has none.
@@ -93,7 +93,7 @@ fn tokenize_error(e: trt_nlp::Error, index: usize) -> ServeError {
 
 /// `items` tokenized for `served` by `truncate` (pairs cut longest-first).
 pub fn rows(served: &ServedVersion, items: &[Item<'_>], truncate: Truncate) -> ServeResult<Vec<TokenRow>> {
-    let pipeline = served.dispatcher.model().pipeline().clone();
+    let pipeline = served.text()?.model().pipeline().clone();
     let cut = truncate.truncate == Some(true);
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
@@ -122,10 +122,11 @@ pub fn rows(served: &ServedVersion, items: &[Item<'_>], truncate: Truncate) -> S
 /// Runs `rows` on `served` through its dispatcher, counting the request in
 /// the version's metrics as KServe requests are counted, and under `route`.
 pub async fn run(service: &Service, served: &ServedVersion, route: &str, rows: Vec<TokenRow>) -> ServeResult<Ran> {
+    let dispatcher = served.text()?;
     let v = served.version.to_string();
     let n = rows.len();
     let in_flight = service.metrics.start(&served.name, &v, route);
-    let result = served.dispatcher.run_rows(rows, 0, None).await;
+    let result = dispatcher.run_rows(rows, 0, None).await;
     match &result {
         Ok(ran) => in_flight.finish(Ok(crate::metrics::Phases {
             rows: n as u64,

@@ -67,14 +67,14 @@ impl Inputs {
 
 /// The queue policy of Triton's schedule-policy extension, resolved.
 #[derive(Debug, Clone)]
-struct Policy {
+pub(crate) struct Policy {
     default_timeout: Option<Duration>,
     allow_timeout_override: bool,
     enforce_timeouts: bool,
 }
 
 impl Policy {
-    fn of(db: Option<&DynamicBatching>) -> Self {
+    pub(crate) fn of(db: Option<&DynamicBatching>) -> Self {
         let q = db.map(|d| d.default_queue_policy.clone()).unwrap_or_default();
         Policy {
             default_timeout: q.default_timeout,
@@ -85,7 +85,7 @@ impl Policy {
     }
 
     /// The queue timeout of a request whose `timeout` parameter is `timeout_us`.
-    fn timeout(&self, timeout_us: Option<u64>) -> Option<Duration> {
+    pub(crate) fn timeout(&self, timeout_us: Option<u64>) -> Option<Duration> {
         match timeout_us {
             Some(us) if self.allow_timeout_override && us > 0 => Some(Duration::from_micros(us)),
             _ => self.default_timeout,

@@ -18,6 +18,8 @@
 //! | | [`config`] | `config.pbtxt` (protobuf text format) parsed and checked |
 //! | | [`dispatch`] | admission, queue timeout and execution for one version |
 //! | | [`text_model`] | a config bound to trt-nlp's `TextModel`: the text input, the outputs it exposes (and the pooled `embedding`) |
+//! | | [`tensor_model`] | a config bound to trt-nlp's `TensorBackend`: tensor inputs and outputs of any numeric type, checked or read from the model |
+//! | | [`tensor_dispatch`] | a tensor model's queue: requests of equal shapes stacked along the batch axis |
 //! | | [`loader`] | a version folder opened through trt-nlp (model folder, backend for the platform, tokenizer) |
 //! | | [`metrics`] | Prometheus metrics under Triton's names |
 //! | process | [`server`] | listeners, graceful shutdown on Ctrl-C / SIGTERM |
@@ -51,6 +53,9 @@ pub mod server;
 pub mod service;
 pub mod single_model;
 pub mod tei;
+pub mod tensor_dispatch;
+mod tensor_infer;
+pub mod tensor_model;
 pub mod text_model;
 pub mod tls;
 pub mod vectors;

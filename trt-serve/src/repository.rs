@@ -30,14 +30,33 @@ use crate::dispatch::Dispatcher;
 use crate::error::{ServeError, ServeResult};
 use crate::limits::Limits;
 use crate::model_control::ModelControl;
-use crate::text_model::ConfiguredModel;
+use crate::tensor_dispatch::TensorDispatcher;
+use crate::tensor_model::TensorModel;
+use crate::text_model::{is_text_model, ConfiguredModel};
+use trt_nlp::tensor::TensorBackend;
 use trt_nlp::TextModel;
 
 /// Opens one version of a model (blocking: files, sessions, engines).
 pub trait VersionLoader: Send + Sync + 'static {
-    /// The model of `version_dir`, for `config`; `model_dir` holds the
+    /// The text model of `version_dir`, for `config`; `model_dir` holds the
     /// config and (unless the version folder has its own) the tokenizer files.
     fn load(&self, config: &ModelConfig, model_dir: &Path, version_dir: &Path) -> ServeResult<TextModel>;
+
+    /// The tensor model (a config that is not a text model's) of
+    /// `version_dir`: its executor, whose inputs and outputs the config is
+    /// checked against. By default, none: a loader of text models only.
+    fn load_tensor(&self, config: &ModelConfig, _model_dir: &Path, _version_dir: &Path) -> ServeResult<Arc<dyn TensorBackend>> {
+        Err(ServeError::Unavailable(format!("model '{}': this server loads text models only", config.name)))
+    }
+}
+
+/// How a version runs its requests: a text model's dispatcher, or a tensor model's.
+#[derive(Debug)]
+pub enum Dispatch {
+    /// Texts in, tokenized by the server.
+    Text(Dispatcher),
+    /// Tensors in, as the client made them.
+    Tensor(TensorDispatcher),
 }
 
 /// One version that answers requests.
@@ -47,12 +66,34 @@ pub struct ServedVersion {
     pub name: String,
     /// Version number.
     pub version: u64,
-    /// The config it was loaded with.
+    /// The config it was loaded with (a tensor model's completed from its model file).
     pub config: Arc<ModelConfig>,
     /// Admission and execution.
-    pub dispatcher: Dispatcher,
+    pub dispatch: Dispatch,
     /// When it last answered a request, milliseconds since the Unix epoch (0: never).
     pub last_inference_ms: std::sync::atomic::AtomicU64,
+}
+
+impl ServedVersion {
+    /// The text model's dispatcher, or a 400 saying this is a tensor model
+    /// (the routes that tokenize: TEI, OpenAI).
+    pub fn text(&self) -> ServeResult<&Dispatcher> {
+        match &self.dispatch {
+            Dispatch::Text(d) => Ok(d),
+            Dispatch::Tensor(_) => Err(ServeError::invalid(format!(
+                "model '{}' is a tensor model (its inputs are tensors, not texts): send it KServe v2 inference requests",
+                self.name
+            ))),
+        }
+    }
+
+    /// The backend's name (`onnxruntime`, `tensorrt`).
+    pub fn backend_name(&self) -> &str {
+        match &self.dispatch {
+            Dispatch::Text(d) => d.model().backend_name(),
+            Dispatch::Tensor(d) => d.model().backend_name(),
+        }
+    }
 }
 
 /// A version's state in the index.
@@ -230,7 +271,7 @@ impl Repository {
             }
             let state = match self.open_version(name, v, &config, &dir).await {
                 Ok(served) => {
-                    log::info!("model '{name}' version {v}: ready ({})", served.dispatcher.model().backend_name());
+                    log::info!("model '{name}' version {v}: ready ({})", served.backend_name());
                     VersionState::Ready(Arc::new(served))
                 }
                 Err(e) => {
@@ -251,7 +292,9 @@ impl Repository {
             })
             .collect();
         drop(previous);
-        let entry = ModelEntry { config: Some(config), config_text: text, versions, reason: None };
+        // A tensor model's config as its model completed it (the highest ready version's).
+        let shown = versions.values().rev().find_map(|s| if let VersionState::Ready(v) = s { Some(v.config.clone()) } else { None });
+        let entry = ModelEntry { config: Some(shown.unwrap_or(config)), config_text: text, versions, reason: None };
         // The switch: one assignment under the write lock.
         self.models.write().expect("repository lock").insert(name.to_string(), entry);
         self.drain(retired).await;
@@ -314,21 +357,30 @@ impl Repository {
     async fn open_version(&self, name: &str, version: u64, config: &Arc<ModelConfig>, dir: &Path) -> ServeResult<ServedVersion> {
         let loader = self.loader.clone();
         let (c, d) = (config.clone(), dir.to_path_buf());
-        let model = tokio::task::spawn_blocking(move || -> ServeResult<ConfiguredModel> {
-            let model = ConfiguredModel::new(&c, loader.load(&c, &d, &d.join(version.to_string()))?)?;
-            warm_up(&model)?;
-            Ok(model)
-        })
-        .await
-        .map_err(|e| ServeError::Internal(format!("loading version {version} panicked: {e}")))??;
         let label = format!("model '{name}' version {version}");
-        Ok(ServedVersion {
-            name: name.to_string(),
-            version,
-            config: config.clone(),
-            dispatcher: Dispatcher::new(Arc::new(model), config, &self.limits, label)?,
-            last_inference_ms: std::sync::atomic::AtomicU64::new(0),
-        })
+        let (config, dispatch) = if is_text_model(config) {
+            let model = tokio::task::spawn_blocking(move || -> ServeResult<ConfiguredModel> {
+                let model = ConfiguredModel::new(&c, loader.load(&c, &d, &d.join(version.to_string()))?)?;
+                warm_up(&model)?;
+                Ok(model)
+            })
+            .await
+            .map_err(|e| ServeError::Internal(format!("loading version {version} panicked: {e}")))??;
+            (config.clone(), Dispatch::Text(Dispatcher::new(Arc::new(model), config, &self.limits, label)?))
+        } else {
+            let (model, completed) = tokio::task::spawn_blocking(move || -> ServeResult<(TensorModel, ModelConfig)> {
+                let backend = loader.load_tensor(&c, &d, &d.join(version.to_string()))?;
+                let (model, completed) = TensorModel::new(&c, backend)?;
+                model.warm_up()?;
+                Ok((model, completed))
+            })
+            .await
+            .map_err(|e| ServeError::Internal(format!("loading version {version} panicked: {e}")))??;
+            let completed = Arc::new(completed);
+            let dispatch = Dispatch::Tensor(TensorDispatcher::new(Arc::new(model), &completed, &self.limits, label)?);
+            (completed, dispatch)
+        };
+        Ok(ServedVersion { name: name.to_string(), version, config, dispatch, last_inference_ms: std::sync::atomic::AtomicU64::new(0) })
     }
 
     /// The version a request goes to: the one asked for, or the highest ready one.
@@ -352,7 +404,20 @@ impl Repository {
                 .values()
                 .rev()
                 .find_map(|s| if let VersionState::Ready(s) = s { Some(s.clone()) } else { None })
-                .ok_or_else(|| not_ready(entry.reason.as_deref().unwrap_or("no version is ready"))),
+                .ok_or_else(|| match &entry.reason {
+                    Some(why) => not_ready(why),
+                    // Each version's own reason (a version that failed to load says why).
+                    None => {
+                        let why: Vec<String> = entry
+                            .versions
+                            .iter()
+                            .filter_map(
+                                |(v, s)| if let VersionState::Unavailable(why) = s { Some(format!("version {v}: {why}")) } else { None },
+                            )
+                            .collect();
+                        not_ready(&if why.is_empty() { "no version is ready".to_string() } else { why.join("; ") })
+                    }
+                }),
         }
     }
 

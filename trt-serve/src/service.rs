@@ -5,11 +5,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::ModelConfig;
+use crate::dispatch::Dispatcher;
 use crate::error::{ServeError, ServeResult};
 use crate::kserve::{classification, Elements, InferRequest, InferResponse, InputTensor, OutputData, OutputTensor, RequestedOutput};
 use crate::limits::Limits;
 use crate::metrics::{Metrics, Phases, FAILURE_REASONS};
-use crate::repository::{IndexEntry, Repository};
+use crate::repository::{Dispatch, IndexEntry, Repository, ServedVersion};
 use crate::text_model::text_input;
 
 /// The server's name in its metadata.
@@ -151,10 +152,14 @@ impl Service {
     /// dynamic batchers brought up to date first.
     pub fn metrics_text(&self) -> String {
         for v in self.repository.served() {
-            if let Some(snap) = v.dispatcher.batching_metrics() {
+            let executions = match &v.dispatch {
+                Dispatch::Text(d) => d.batching_metrics().map(|snap| snap.executions),
+                Dispatch::Tensor(d) => Some(d.executions()),
+            };
+            if let Some(executions) = executions {
                 let c = self.metrics.exec_count.with_label_values(&[v.name.as_str(), v.version.to_string().as_str()]);
-                // The scheduler's count only grows; the counter follows it.
-                c.inc_by(snap.executions.saturating_sub(c.get()));
+                // The batcher's count only grows; the counter follows it.
+                c.inc_by(executions.saturating_sub(c.get()));
             }
         }
         self.metrics.render()
@@ -232,32 +237,33 @@ impl Service {
         let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         served.last_inference_ms.store(now_ms, std::sync::atomic::Ordering::Relaxed);
         match &result {
-            Ok((_, rows, ran, output)) => in_flight.finish(Ok(Phases {
-                rows: *rows as u64,
-                executions: ran.executions,
-                queue: ran.queue,
-                compute_input: ran.tokenize,
-                compute_infer: ran.compute,
-                compute_output: *output,
-            })),
+            Ok((_, phases)) => in_flight.finish(Ok(*phases)),
             Err(e) => in_flight.finish(Err(e)),
         }
-        result.map(|(r, ..)| r)
+        result.map(|(r, _)| r)
     }
 
-    async fn infer_on(
+    async fn infer_on(&self, served: &ServedVersion, request: InferRequest) -> ServeResult<(InferResponse, Phases)> {
+        match &served.dispatch {
+            Dispatch::Text(d) => self.infer_text(served, d, request).await,
+            Dispatch::Tensor(d) => crate::tensor_infer::infer(served, d, request).await,
+        }
+    }
+
+    async fn infer_text(
         &self,
-        served: &crate::repository::ServedVersion,
+        served: &ServedVersion,
+        dispatcher: &Dispatcher,
         request: InferRequest,
-    ) -> ServeResult<(InferResponse, usize, crate::dispatch::Ran, std::time::Duration)> {
+    ) -> ServeResult<(InferResponse, Phases)> {
         let config = &served.config;
         let texts = request_texts(config, request.inputs, self.repository.limits())?;
         // Which outputs, in which encoding, checked before any work is done.
-        let model = served.dispatcher.model();
+        let model = dispatcher.model();
         let exposed: Vec<&str> = model.outputs().names().collect();
         let wanted = wanted_outputs(&config.name, &request.outputs, request.binary_data_output, &exposed)?;
         let rows = texts.len();
-        let ran = served.dispatcher.run(texts, request.priority, request.timeout_us).await?;
+        let ran = dispatcher.run(texts, request.priority, request.timeout_us).await?;
         let building = Instant::now();
         let mut outputs = Vec::with_capacity(wanted.len());
         for (name, binary, classify) in wanted {
@@ -270,7 +276,15 @@ impl Service {
         }
         let response =
             InferResponse { model_name: config.name.clone(), model_version: served.version.to_string(), id: request.id, outputs };
-        Ok((response, rows, ran, building.elapsed()))
+        let phases = Phases {
+            rows: rows as u64,
+            executions: ran.executions,
+            queue: ran.queue,
+            compute_input: ran.tokenize,
+            compute_infer: ran.compute,
+            compute_output: building.elapsed(),
+        };
+        Ok((response, phases))
     }
 }
 

@@ -28,11 +28,16 @@ pub fn text_input(config: &ModelConfig) -> ServeResult<&str> {
     match config.inputs.as_slice() {
         [t] if t.data_type == DataType::Bytes && t.dims == [1] => Ok(&t.name),
         _ => Err(ServeError::invalid(format!(
-            "model '{}': trt serve serves text models, whose config declares one input \
+            "model '{}' is not a text model: a text model's config declares one input \
              {{ name: \"text\" data_type: TYPE_STRING dims: [ 1 ] }}",
             config.name
         ))),
     }
+}
+
+/// Whether `config` describes a text model (else a tensor model: [`crate::tensor_model`]).
+pub fn is_text_model(config: &ModelConfig) -> bool {
+    text_input(config).is_ok()
 }
 
 impl ConfiguredModel {
@@ -40,6 +45,9 @@ impl ConfiguredModel {
     /// a model output of the declared rank, or the pooled [`trt_nlp::EMBEDDING`].
     pub fn new(config: &ModelConfig, model: TextModel) -> ServeResult<Self> {
         text_input(config)?;
+        if config.outputs.is_empty() {
+            return Err(ServeError::invalid(format!("model '{}': a text model's config declares its outputs", config.name)));
+        }
         let layout = model.layout();
         for o in &config.outputs {
             if o.data_type != DataType::Fp32 {

@@ -8,8 +8,8 @@
 //! | `name` | must match the folder when given |
 //! | `platform` / `backend` | `tensorrt_plan` / `tensorrt`, `onnxruntime_onnx` / `onnxruntime`: picks the backend and the file (`model.plan`, `model.onnx`) |
 //! | `max_batch_size` | largest batch the scheduler cuts (0: one request's rows at a time) |
-//! | `input` | `{ name: "text" data_type: TYPE_STRING dims: [ 1 ] }` makes a text model |
-//! | `output` | the engine's outputs to expose, plus `embedding` (pooled, L2-normalised) |
+//! | `input` | `{ name: "text" data_type: TYPE_STRING dims: [ 1 ] }` makes a text model; any other inputs (or none listed: read from the model) a tensor model ([`crate::tensor_model`]) |
+//! | `output` | the engine's outputs to expose, plus `embedding` (pooled, L2-normalised) for text models; none listed: a tensor model's every output |
 //! | `dynamic_batching` | `preferred_batch_size`, `max_queue_delay_microseconds`, `priority_levels`, `default_priority_level`, `default_queue_policy` |
 //! | `instance_group` | the sum of `count`: how many batches run at once; `kind` (`KIND_AUTO`, `KIND_CPU`, `KIND_GPU`) and `gpus`: where ONNX Runtime runs them |
 //! | `version_policy` | `latest { num_versions }`, `all { }`, `specific { versions }` |
@@ -293,12 +293,8 @@ impl ModelConfig {
                 return Err(err(*line, "backend", format!("'{b}' contradicts the platform's backend '{}'", platform.backend_name())));
             }
         }
-        if inputs.is_empty() {
-            return Err(err(0, "input", "the model declares no input".into()));
-        }
-        if outputs.is_empty() {
-            return Err(err(0, "output", "the model declares no output".into()));
-        }
+        // No input or output listed: a tensor model takes them from its model
+        // file at load (Triton's auto-complete); a text model needs both.
         for list in [&inputs, &outputs] {
             for (i, t) in list.iter().enumerate() {
                 if list[..i].iter().any(|u| u.name == t.name) {

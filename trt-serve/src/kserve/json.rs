@@ -195,6 +195,32 @@ pub fn decode_request(body: &[u8], header_length: Option<usize>, limits: &Limits
     })
 }
 
+/// Little-endian elements of `datatype` as a flat JSON array, as Triton
+/// writes them (half floats widened to f32, which holds them exactly; bools
+/// as true / false; a NaN or infinity, which JSON cannot hold, as null).
+fn fixed_json(datatype: DataType, raw: &[u8]) -> Value {
+    let size = datatype.element_size().unwrap_or(1).max(1);
+    let chunks = raw.chunks_exact(size);
+    let f = |x: f64| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number);
+    let f32s = |x: f32| if x.is_finite() { json!(x) } else { Value::Null };
+    Value::Array(match datatype {
+        DataType::Bool => chunks.map(|c| json!(c[0] != 0)).collect(),
+        DataType::Uint8 => chunks.map(|c| json!(c[0])).collect(),
+        DataType::Int8 => chunks.map(|c| json!(c[0] as i8)).collect(),
+        DataType::Uint16 => chunks.map(|c| json!(u16::from_le_bytes([c[0], c[1]]))).collect(),
+        DataType::Int16 => chunks.map(|c| json!(i16::from_le_bytes([c[0], c[1]]))).collect(),
+        DataType::Uint32 => chunks.map(|c| json!(u32::from_le_bytes(c.try_into().expect("4 bytes")))).collect(),
+        DataType::Int32 => chunks.map(|c| json!(i32::from_le_bytes(c.try_into().expect("4 bytes")))).collect(),
+        DataType::Uint64 => chunks.map(|c| json!(u64::from_le_bytes(c.try_into().expect("8 bytes")))).collect(),
+        DataType::Int64 => chunks.map(|c| json!(i64::from_le_bytes(c.try_into().expect("8 bytes")))).collect(),
+        DataType::Fp16 => chunks.map(|c| f32s(half::f16::from_le_bytes([c[0], c[1]]).to_f32())).collect(),
+        DataType::Bf16 => chunks.map(|c| f32s(half::bf16::from_le_bytes([c[0], c[1]]).to_f32())).collect(),
+        DataType::Fp32 => chunks.map(|c| f32s(f32::from_le_bytes(c.try_into().expect("4 bytes")))).collect(),
+        DataType::Fp64 => chunks.map(|c| f(f64::from_le_bytes(c.try_into().expect("8 bytes")))).collect(),
+        DataType::Bytes => Vec::new(),
+    })
+}
+
 /// Encodes a response: the body, and the JSON part's length when binary data follows it.
 pub fn encode_response(response: &InferResponse) -> (Vec<u8>, Option<usize>) {
     let mut binary = Vec::new();
@@ -213,6 +239,7 @@ pub fn encode_response(response: &InferResponse) -> (Vec<u8>, Option<usize>) {
                     OutputData::Bytes(v) => {
                         Value::Array(v.iter().map(|b| Value::String(String::from_utf8_lossy(b).into_owned())).collect())
                     }
+                    OutputData::Fixed { datatype, raw } => fixed_json(*datatype, raw),
                 };
             }
             t

@@ -145,6 +145,14 @@ pub enum OutputData {
     Fp32(Vec<f32>),
     /// BYTES elements.
     Bytes(Vec<Vec<u8>>),
+    /// Fixed-size elements of `datatype`, little-endian, back to back (a
+    /// tensor model's outputs, in the model's own element type).
+    Fixed {
+        /// Their datatype (not BYTES).
+        datatype: DataType,
+        /// The elements.
+        raw: Vec<u8>,
+    },
 }
 
 impl OutputData {
@@ -153,6 +161,7 @@ impl OutputData {
         match self {
             OutputData::Fp32(_) => DataType::Fp32,
             OutputData::Bytes(_) => DataType::Bytes,
+            OutputData::Fixed { datatype, .. } => *datatype,
         }
     }
 
@@ -161,6 +170,7 @@ impl OutputData {
         match self {
             OutputData::Fp32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
             OutputData::Bytes(v) => encode_bytes_elements(v),
+            OutputData::Fixed { raw, .. } => raw.clone(),
         }
     }
 }

@@ -66,7 +66,7 @@ async fn create(s: &Service, b: Result<Bytes, BytesRejection>) -> Result<Json<Va
         Err(e) => return Err(e.into()),
     };
     let width = api::embedding_width(&served).map_err(|e| OpenAiError::invalid(Some("model"), e.to_string()))?;
-    let r = embeddings(&body, &api::bounds(s, &served), width)?;
+    let r = embeddings(&body, &api::bounds(s, &served)?, width)?;
     let items: Vec<Item<'_>> = r.input.iter().map(Item::from).collect();
     let rows = api::rows(&served, &items, Truncate::default()).map_err(|e| match e {
         ServeError::TooLarge(m) => OpenAiError::invalid(Some("input"), m),

@@ -69,7 +69,7 @@ fn body(b: Body) -> Result<Bytes, TeiError> {
 async fn embed(s: &Service, model: Option<String>, b: Body) -> Answer {
     let served = api::resolve(s, model.as_deref())?;
     let width = api::embedding_width(&served)?;
-    let r = request::embed(&body(b)?, &api::bounds(s, &served), width)?;
+    let r = request::embed(&body(b)?, &api::bounds(s, &served)?, width)?;
     let items: Vec<Item<'_>> = r.inputs.iter().map(Item::from).collect();
     let ran = api::run(s, &served, "tei_embed", api::rows(&served, &items, r.truncate)?).await?;
     let t = api::output(&served, &ran, EMBEDDING)?;
@@ -79,7 +79,7 @@ async fn embed(s: &Service, model: Option<String>, b: Body) -> Answer {
 
 async fn embed_all(s: &Service, model: Option<String>, b: Body) -> Answer {
     let served = api::resolve(s, model.as_deref())?;
-    let r = request::embed_all(&body(b)?, &api::bounds(s, &served))?;
+    let r = request::embed_all(&body(b)?, &api::bounds(s, &served)?)?;
     let items: Vec<Item<'_>> = r.inputs.iter().map(Item::from).collect();
     let rows = api::rows(&served, &items, r.truncate)?;
     let lengths: Vec<usize> = rows.iter().map(|r| r.len()).collect();
@@ -111,7 +111,7 @@ fn scores(logits: &[f32], raw: bool) -> Vec<f32> {
 async fn predict(s: &Service, model: Option<String>, b: Body) -> Answer {
     let served = api::resolve(s, model.as_deref())?;
     let logits = api::logits_name(&served)?;
-    let r = request::predict(&body(b)?, &api::bounds(s, &served))?;
+    let r = request::predict(&body(b)?, &api::bounds(s, &served)?)?;
     let items: Vec<Item<'_>> = r
         .inputs
         .iter()
@@ -122,7 +122,7 @@ async fn predict(s: &Service, model: Option<String>, b: Body) -> Answer {
         .collect();
     let ran = api::run(s, &served, "tei_predict", api::rows(&served, &items, r.truncate)?).await?;
     let t = api::output(&served, &ran, &logits)?;
-    let labels = served.dispatcher.model().labels().clone();
+    let labels = served.text()?.model().labels().clone();
     let answer: Vec<Vec<Value>> = (0..items.len())
         .map(|i| {
             let mut ranked: Vec<(usize, f32)> = scores(api::row(t, i), r.raw_scores).into_iter().enumerate().collect();
@@ -136,7 +136,7 @@ async fn predict(s: &Service, model: Option<String>, b: Body) -> Answer {
 async fn rerank(s: &Service, model: Option<String>, b: Body) -> Answer {
     let served = api::resolve(s, model.as_deref())?;
     let logits = api::logits_name(&served)?;
-    let r = request::rerank(&body(b)?, &api::bounds(s, &served))?;
+    let r = request::rerank(&body(b)?, &api::bounds(s, &served)?)?;
     let items: Vec<Item<'_>> = r.texts.iter().map(|t| Item::Pair(&r.query, t)).collect();
     let ran = api::run(s, &served, "tei_rerank", api::rows(&served, &items, r.truncate)?).await?;
     let t = api::output(&served, &ran, &logits)?;
@@ -155,9 +155,9 @@ async fn rerank(s: &Service, model: Option<String>, b: Body) -> Answer {
 async fn similarity(s: &Service, model: Option<String>, b: Body) -> Answer {
     let served = api::resolve(s, model.as_deref())?;
     api::embedding_width(&served)?;
-    let r = request::similarity(&body(b)?, &api::bounds(s, &served))?;
+    let r = request::similarity(&body(b)?, &api::bounds(s, &served)?)?;
     let items: Vec<Item<'_>> = std::iter::once(&r.source).chain(&r.sentences).map(|t| Item::Text(t)).collect();
-    if items.len() > api::bounds(s, &served).max_inputs {
+    if items.len() > api::bounds(s, &served)?.max_inputs {
         return Err(TeiError::too_large(format!(
             "{} sentences and the source, more than the limit of {}",
             r.sentences.len(),
@@ -175,8 +175,8 @@ async fn similarity(s: &Service, model: Option<String>, b: Body) -> Answer {
 
 fn tokenize(s: &Service, model: Option<String>, b: Body) -> Answer {
     let served = api::resolve(s, model.as_deref())?;
-    let r = request::tokenize(&body(b)?, &api::bounds(s, &served))?;
-    let model = served.dispatcher.model();
+    let r = request::tokenize(&body(b)?, &api::bounds(s, &served)?)?;
+    let model = served.text()?.model();
     let tokenizer = model.pipeline().tokenizer();
     let mut answer = Vec::with_capacity(r.inputs.len());
     for (i, text) in r.inputs.iter().enumerate() {
@@ -202,8 +202,8 @@ fn tokenize(s: &Service, model: Option<String>, b: Body) -> Answer {
 
 fn decode(s: &Service, model: Option<String>, b: Body) -> Answer {
     let served = api::resolve(s, model.as_deref())?;
-    let r = request::decode(&body(b)?, &api::bounds(s, &served))?;
-    let model = served.dispatcher.model();
+    let r = request::decode(&body(b)?, &api::bounds(s, &served)?)?;
+    let model = served.text()?.model();
     let tokenizer = model.pipeline().tokenizer();
     let texts = r
         .ids
@@ -216,7 +216,7 @@ fn decode(s: &Service, model: Option<String>, b: Body) -> Answer {
 
 fn info(s: &Service, model: Option<String>) -> Answer {
     let served = api::resolve(s, model.as_deref())?;
-    let m = served.dispatcher.model();
+    let m = served.text()?.model();
     let labels = m.labels();
     let model_type = match (api::embedding_width(&served), api::logits_name(&served)) {
         (Ok(_), _) => json!({ "embedding": { "pooling": "mean" } }),
