@@ -127,7 +127,7 @@ impl TensorData {
     /// whole number of elements (`tensor` names it in the error).
     pub fn from_le_bytes(tensor: &str, element: ElementType, raw: &[u8]) -> Result<Self> {
         let size = element.bits() / 8;
-        if raw.len() % size != 0 {
+        if !raw.len().is_multiple_of(size) {
             return Err(Error::Tensor {
                 tensor: tensor.to_owned(),
                 problem: format!("{} bytes are not a whole number of {element:?} elements ({size} bytes each)", raw.len()),

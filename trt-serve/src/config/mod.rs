@@ -321,7 +321,11 @@ impl ModelConfig {
             None => 0,
             Some(None) => max_batch_size.max(1),
             Some(Some(b)) if b > max_batch_size.max(1) => {
-                return Err(err(0, "optimization.cuda.graph_spec.batch_size", format!("{b} is larger than max_batch_size {max_batch_size}")))
+                return Err(err(
+                    0,
+                    "optimization.cuda.graph_spec.batch_size",
+                    format!("{b} is larger than max_batch_size {max_batch_size}"),
+                ))
             }
             Some(Some(b)) => b,
         };
