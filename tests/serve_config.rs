@@ -58,7 +58,9 @@ fn triton_fields_are_typed() {
 
 #[test]
 fn cuda_graphs_cover_the_largest_graph_spec_batch_or_max_batch_size() {
-    let with = |opt: &str| CLASSIFIER.replace("optimization { execution_accelerators { cpu_execution_accelerator: [ { name: \"openvino\" } ] } }", opt);
+    let with = |opt: &str| {
+        CLASSIFIER.replace("optimization { execution_accelerators { cpu_execution_accelerator: [ { name: \"openvino\" } ] } }", opt)
+    };
     let c = ModelConfig::parse(&with("optimization { cuda { graphs: true } }"), "minilm").unwrap();
     assert_eq!((c.cuda_graph_max_batch, c.warnings.len()), (32, 0), "{:?}", c.warnings);
     let spec = "optimization { cuda { graphs: true graph_spec [ { batch_size: 4 }, { batch_size: 8 } ] } }";

@@ -343,3 +343,147 @@ fn run_batch(shared: &Shared, mut batch: Vec<Job>) {
         let _ = j.reply.send(mine.map(|outputs| TensorRan { outputs, queue: start - j.enqueued, compute }));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex as StdMutex;
+
+    use trt_nlp::tensor::{TensorBackend, TensorData, TensorSpec};
+    use trt_nlp::ElementType;
+
+    use super::*;
+
+    /// A test double of a tensor executor: `y = 2 * x`, after `delay`,
+    /// recording each batch's shape; fails a batch whose first value is negative.
+    #[derive(Debug)]
+    struct Doubling {
+        specs: (Vec<TensorSpec>, Vec<TensorSpec>),
+        delay: Duration,
+        batches: StdMutex<Vec<Vec<usize>>>,
+    }
+
+    impl TensorBackend for Doubling {
+        fn name(&self) -> &str {
+            "doubling test double"
+        }
+        fn inputs(&self) -> &[TensorSpec] {
+            &self.specs.0
+        }
+        fn outputs(&self) -> &[TensorSpec] {
+            &self.specs.1
+        }
+        fn instances(&self) -> usize {
+            1
+        }
+        fn run(&self, inputs: &[(&str, &Tensor)], _: &[&str]) -> trt_nlp::Result<Vec<Tensor>> {
+            std::thread::sleep(self.delay);
+            let x = inputs[0].1;
+            self.batches.lock().unwrap().push(x.shape().to_vec());
+            let TensorData::F32(v) = x.data() else { unreachable!("declared F32") };
+            if v.first().is_some_and(|&f| f < 0.0) {
+                return Err(trt_nlp::Error::InvalidConfig("negative input".into()));
+            }
+            Ok(vec![Tensor::new("y", x.shape().to_vec(), TensorData::F32(v.iter().map(|f| f * 2.0).collect()))?])
+        }
+    }
+
+    fn dispatcher(batching: &str, delay: Duration) -> (TensorDispatcher, Arc<Doubling>) {
+        let spec = |n: &str| TensorSpec { name: n.into(), element: ElementType::F32, shape: vec![-1, -1] };
+        let backend = Arc::new(Doubling { specs: (vec![spec("x")], vec![spec("y")]), delay, batches: StdMutex::new(Vec::new()) });
+        let config = ModelConfig::parse(&format!("platform: \"onnxruntime_onnx\"\nmax_batch_size: 8\n{batching}"), "m").unwrap();
+        let (model, completed) = TensorModel::new(&config, backend.clone()).unwrap();
+        let d = TensorDispatcher::new(Arc::new(model), &completed, &Limits::default(), "model 'm' version 1".into()).unwrap();
+        (d, backend)
+    }
+
+    fn x(rows: usize, width: usize, start: f32) -> Tensor {
+        Tensor::new("x", vec![rows, width], TensorData::F32((0..rows * width).map(|i| start + i as f32).collect())).unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn equal_shapes_share_batches_ragged_ones_do_not_and_each_gets_its_rows() {
+        let (d, backend) = dispatcher("dynamic_batching { max_queue_delay_microseconds: 50000 }", Duration::from_millis(5));
+        let d = Arc::new(d);
+        // Six requests of width 3 (one of two rows), three of width 5: at most 8 rows a batch.
+        let jobs: Vec<(usize, usize, f32)> = vec![
+            (1, 3, 0.0),
+            (2, 3, 10.0),
+            (1, 5, 20.0),
+            (1, 3, 30.0),
+            (1, 5, 40.0),
+            (1, 3, 50.0),
+            (1, 3, 60.0),
+            (1, 5, 70.0),
+            (1, 3, 80.0),
+        ];
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|&(rows, width, start)| {
+                let d = d.clone();
+                tokio::spawn(async move { d.run(rows, vec![x(rows, width, start)], None).await })
+            })
+            .collect();
+        for (h, &(rows, width, start)) in handles.into_iter().zip(&jobs) {
+            let ran = tokio::time::timeout(Duration::from_secs(10), h).await.unwrap().unwrap().unwrap();
+            let want: Vec<f32> = (0..rows * width).map(|i| 2.0 * (start + i as f32)).collect();
+            assert_eq!(ran.outputs, vec![Tensor::new("y", vec![rows, width], TensorData::F32(want)).unwrap()]);
+        }
+        let batches = backend.batches.lock().unwrap().clone();
+        assert_eq!(batches.iter().map(|s| s[0]).sum::<usize>(), 10, "every row ran once: {batches:?}");
+        assert!(batches.len() < jobs.len(), "requests were batched: {batches:?}");
+        assert!(batches.iter().all(|s| s[0] <= 8), "no batch over max_batch_size: {batches:?}");
+        assert!(batches.iter().any(|s| s[1] == 3) && batches.iter().any(|s| s[1] == 5), "{batches:?}");
+        assert_eq!(d.executions(), batches.len() as u64);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn without_dynamic_batching_each_request_runs_alone() {
+        let (d, backend) = dispatcher("", Duration::ZERO);
+        for i in 0..3 {
+            let ran = d.run(2, vec![x(2, 4, i as f32)], None).await.unwrap();
+            assert_eq!(ran.outputs[0].shape(), [2, 4]);
+        }
+        assert_eq!(*backend.batches.lock().unwrap(), vec![vec![2, 4]; 3]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn the_queue_is_bounded_timeouts_apply_and_a_failed_batch_fails_its_requests_only() {
+        let (d, _) = dispatcher(
+            "dynamic_batching { default_queue_policy { max_queue_size: 2 allow_timeout_override: true } }",
+            Duration::from_millis(300),
+        );
+        let d = Arc::new(d);
+        // One running, two queued (of another shape, so they wait): the next is refused at once.
+        let running = tokio::spawn({
+            let d = d.clone();
+            async move { d.run(1, vec![x(1, 2, 0.0)], None).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let queued: Vec<_> = (0..2)
+            .map(|i| {
+                let d = d.clone();
+                tokio::spawn(async move { d.run(1, vec![x(1, 3 + i, 0.0)], None).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let e = d.run(1, vec![x(1, 9, 0.0)], None).await.unwrap_err();
+        assert!(matches!(&e, ServeError::Unavailable(m) if m.contains("overloaded")), "{e}");
+        for h in queued {
+            h.await.unwrap().unwrap();
+        }
+        running.await.unwrap().unwrap();
+        // A 1 ms queue timeout behind a running batch: 503, and the batch it waited behind still answers.
+        let busy = tokio::spawn({
+            let d = d.clone();
+            async move { d.run(1, vec![x(1, 2, 0.0)], None).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let e = d.run(1, vec![x(1, 2, 1.0)], Some(1000)).await.unwrap_err();
+        assert!(matches!(&e, ServeError::Unavailable(m) if m.contains("timed out in the queue")), "{e}");
+        busy.await.unwrap().unwrap();
+        let e = d.run(1, vec![x(1, 2, -1.0)], None).await.unwrap_err();
+        assert!(matches!(&e, ServeError::Internal(m) if m.contains("negative input")), "{e}");
+        assert!(d.run(1, vec![x(1, 2, 1.0)], None).await.is_ok(), "the next batch runs");
+        assert_eq!(d.queued(), 0);
+    }
+}

@@ -326,4 +326,43 @@ mod tests {
         assert_eq!(head["outputs"][1]["data"], json!(["x"]));
         assert_eq!(&body[n..], [1.0f32.to_le_bytes(), 2.0f32.to_le_bytes()].concat());
     }
+
+    #[test]
+    fn fixed_size_outputs_keep_their_datatype_in_json_and_binary() {
+        let int64: Vec<u8> = [7i64, -1].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let fp16: Vec<u8> = [0.5f32, -2.0].iter().flat_map(|&x| half::f16::from_f32(x).to_le_bytes()).collect();
+        let response = InferResponse {
+            model_name: "m".into(),
+            model_version: "1".into(),
+            id: String::new(),
+            outputs: vec![
+                OutputTensor {
+                    name: "i".into(),
+                    shape: vec![2],
+                    data: OutputData::Fixed { datatype: DataType::Int64, raw: int64 },
+                    binary: false,
+                },
+                OutputTensor {
+                    name: "h".into(),
+                    shape: vec![2],
+                    data: OutputData::Fixed { datatype: DataType::Fp16, raw: fp16.clone() },
+                    binary: true,
+                },
+                OutputTensor {
+                    name: "b".into(),
+                    shape: vec![2],
+                    data: OutputData::Fixed { datatype: DataType::Bool, raw: vec![1, 0] },
+                    binary: false,
+                },
+            ],
+        };
+        let (body, n) = encode_response(&response);
+        let n = n.unwrap();
+        let head: Value = serde_json::from_slice(&body[..n]).unwrap();
+        assert_eq!((head["outputs"][0]["datatype"].as_str(), &head["outputs"][0]["data"]), (Some("INT64"), &json!([7, -1])));
+        assert_eq!(head["outputs"][1]["datatype"], "FP16");
+        assert_eq!(head["outputs"][1]["parameters"]["binary_data_size"], 4);
+        assert_eq!(head["outputs"][2]["data"], json!([true, false]));
+        assert_eq!(&body[n..], &fp16[..]);
+    }
 }
