@@ -139,7 +139,11 @@ fn main() {
     let (rust_tps, rust) = best_pass(&embedder, &texts, repeats);
     let free2 = device.free_memory().expect("free memory") as f64;
     println!("rust   trt-nlp Embedder, ONNX Runtime CUDA (IO binding), length-sorted: {rust_tps:9.1} texts/s");
-    println!("memory: session {:.1} MiB of device memory at creation, {:.1} MiB more after the first pass (arena)", (free0 - free1) / MIB, (free1 - free2) / MIB);
+    println!(
+        "memory: session {:.1} MiB of device memory at creation, {:.1} MiB more after the first pass (arena)",
+        (free0 - free1) / MIB,
+        (free1 - free2) / MIB
+    );
     let (plain_p50, plain_p99) = singles(&embedder, &texts[..n_single]);
     println!("rust   one text at a time, no graphs: p50 {plain_p50:.3} ms, p99 {plain_p99:.3} ms");
     drop(embedder);
@@ -218,10 +222,11 @@ fn python_side(
     repeats: usize,
     single: usize,
 ) -> Option<Vec<serde_json::Value>> {
-    let script = [PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benches/embed_cuda_python.py"), PathBuf::from("benches/embed_cuda_python.py")]
-        .into_iter()
-        .find(|p| p.exists())
-        .expect("benches/embed_cuda_python.py: run from the repository root");
+    let script =
+        [PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benches/embed_cuda_python.py"), PathBuf::from("benches/embed_cuda_python.py")]
+            .into_iter()
+            .find(|p| p.exists())
+            .expect("benches/embed_cuda_python.py: run from the repository root");
     let out = Command::new(python)
         .arg(script)
         .args(["--mode", mode, arg, &value.display().to_string(), "--tokenizer", &tokenizer.display().to_string()])

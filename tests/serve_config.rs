@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use trt_serve::config::{DataType, InstanceKind, ModelConfig, Platform, TimeoutAction, VersionPolicy};
+use trt_serve::config::{DataType, InstanceGroup, InstanceKind, ModelConfig, Platform, TimeoutAction, VersionPolicy};
+use trt_serve::placement::{place, GpuInstance, Placement};
 
 const CLASSIFIER: &str = r#"
 name: "minilm"
@@ -80,6 +81,75 @@ fn a_gpu_instance_group_names_its_kind_and_devices() {
     let none = CLASSIFIER.replace("instance_group [ { count: 2 kind: KIND_CPU }, { count: 1 } ]\n", "");
     let c = ModelConfig::parse(&none, "minilm").unwrap();
     assert_eq!((c.instance_count, c.instance_kind), (1, InstanceKind::Auto));
+}
+
+/// `CLASSIFIER` with this `instance_group`.
+fn with_groups(groups: &str) -> ModelConfig {
+    ModelConfig::parse(&CLASSIFIER.replace("[ { count: 2 kind: KIND_CPU }, { count: 1 } ]", groups), "minilm").unwrap()
+}
+
+fn gpu(gpu: u32, count: usize) -> GpuInstance {
+    GpuInstance { gpu, count }
+}
+
+#[test]
+fn gpu_groups_keep_their_gpus_and_place_count_instances_on_each() {
+    let c = with_groups("[ { count: 2 kind: KIND_GPU gpus: [ 0, 1 ] }, { kind: KIND_GPU gpus: [ 1, 1 ] } ]");
+    assert_eq!(
+        c.instance_groups,
+        [
+            InstanceGroup { count: 2, kind: InstanceKind::Gpu, gpus: vec![0, 1] },
+            InstanceGroup { count: 1, kind: InstanceKind::Gpu, gpus: vec![1, 1] }
+        ]
+    );
+    assert_eq!(c.gpus, [0, 1], "each GPU once");
+    let p = place(&c, Ok(2)).unwrap();
+    assert_eq!(p, Placement::Gpus(vec![gpu(0, 2), gpu(1, 2), gpu(1, 1), gpu(1, 1)]));
+    assert_eq!(p.instances(), 6);
+    // A GPU listed twice is two device instances on it.
+    let twice = place(&with_groups("[ { count: 2 kind: KIND_GPU gpus: [ 0, 0 ] } ]"), Ok(1)).unwrap();
+    assert_eq!(twice, Placement::Gpus(vec![gpu(0, 2), gpu(0, 2)]));
+}
+
+#[test]
+fn gpus_omitted_on_kind_gpu_means_every_visible_gpu() {
+    let c = with_groups("[ { count: 3 kind: KIND_GPU } ]");
+    assert!(c.gpus.is_empty());
+    assert_eq!(place(&c, Ok(1)).unwrap(), Placement::Gpus(vec![gpu(0, 3)]));
+    assert_eq!(place(&c, Ok(4)).unwrap(), Placement::Gpus((0..4).map(|g| gpu(g, 3)).collect()));
+    // A group without a kind goes with the KIND_GPU one, on every GPU too.
+    let mixed = with_groups("[ { count: 1 kind: KIND_GPU gpus: [ 1 ] }, { count: 2 } ]");
+    assert_eq!(place(&mixed, Ok(2)).unwrap(), Placement::Gpus(vec![gpu(1, 1), gpu(0, 2), gpu(1, 2)]));
+    // The config endpoints report the groups as written, the kind filled in.
+    let reported = mixed.reported_instance_groups();
+    assert_eq!(
+        reported.iter().map(|g| (g.count, g.kind, g.gpus.clone())).collect::<Vec<_>>(),
+        [(1, InstanceKind::Gpu, vec![1]), (2, InstanceKind::Gpu, vec![])]
+    );
+}
+
+#[test]
+fn cpu_and_auto_groups_are_not_placed_on_gpus() {
+    let c = ModelConfig::parse(CLASSIFIER, "minilm").unwrap();
+    assert_eq!(place(&c, Err("no driver".into())).unwrap(), Placement::Unplaced { instances: 3 });
+    let auto = with_groups("[ { count: 2 gpus: [ 5 ] } ]");
+    assert_eq!(place(&auto, Ok(0)).unwrap(), Placement::Unplaced { instances: 2 }, "KIND_AUTO: where the backend runs");
+}
+
+#[test]
+fn a_gpu_index_past_the_last_gpu_is_a_load_error_naming_it() {
+    let e = place(&with_groups("[ { count: 1 kind: KIND_GPU gpus: [ 1 ] } ]"), Ok(1)).unwrap_err();
+    assert!(matches!(e, trt_serve::ServeError::InvalidArgument(_)), "{e:?}");
+    assert!(e.to_string().contains("instance_group 0 lists GPU 1, but this machine has 1 GPU (GPU 0)"), "{e}");
+    let e = place(&with_groups("[ { kind: KIND_GPU gpus: [ 0 ] }, { kind: KIND_GPU gpus: [ 1, 7 ] } ]"), Ok(4)).unwrap_err();
+    assert!(e.to_string().contains("instance_group 1 lists GPU 7, but this machine has 4 GPUs (GPUs 0 to 3)"), "{e}");
+    let e = place(&with_groups("[ { kind: KIND_GPU } ]"), Ok(0)).unwrap_err();
+    assert!(e.to_string().contains("KIND_GPU, but the CUDA driver reports no GPU"), "{e}");
+    let e = place(&with_groups("[ { kind: KIND_GPU } ]"), Err("libcuda.so.1 not found".into())).unwrap_err();
+    assert!(e.to_string().contains("no GPU can be used here: libcuda.so.1 not found"), "{e}");
+    let many = format!("[ {{ count: 256 kind: KIND_GPU gpus: [ {} ] }} ]", ["0"; 5].join(", "));
+    let e = place(&with_groups(&many), Ok(1)).unwrap_err();
+    assert!(e.to_string().contains("places 1280 instances; at most 1024"), "{e}");
 }
 
 #[test]

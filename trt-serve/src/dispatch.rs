@@ -223,7 +223,8 @@ impl Dispatcher {
                 bc.priority_levels = levels;
                 bc.default_priority = default_level - 1;
                 bc.default_timeout = policy.default_timeout.filter(|_| policy.enforce_timeouts);
-                bc.workers = Some(config.instance_count.max(1));
+                // One worker per instance the backend placed (on KIND_GPU, counts are per GPU).
+                bc.workers = Some(model.instances().max(1));
                 let scheduler = Scheduler::new(model.model().backend().clone(), model.model().pipeline().clone(), bc)
                     .map_err(|e| ServeError::invalid(format!("dynamic_batching: {e}")))?;
                 Path::Batched { scheduler, levels, default_level }

@@ -150,16 +150,21 @@ fn config_proto(c: &ModelConfig) -> proto::ModelConfig {
         max_batch_size: c.max_batch_size as i32,
         input: c.inputs.iter().map(tensor_in).collect(),
         output: c.outputs.iter().map(tensor_out).collect(),
-        instance_group: vec![ModelInstanceGroup {
-            name: format!("{}_0", c.name),
-            count: c.instance_count as i32,
-            gpus: c.gpus.iter().map(|&g| g as i32).collect(),
-            kind: match c.instance_kind {
-                crate::config::InstanceKind::Cpu => model_instance_group::Kind::Cpu,
-                crate::config::InstanceKind::Gpu => model_instance_group::Kind::Gpu,
-                _ => model_instance_group::Kind::Auto,
-            } as i32,
-        }],
+        instance_group: c
+            .reported_instance_groups()
+            .iter()
+            .enumerate()
+            .map(|(i, g)| ModelInstanceGroup {
+                name: format!("{}_{i}", c.name),
+                count: g.count as i32,
+                gpus: g.gpus.iter().map(|&g| g as i32).collect(),
+                kind: match g.kind {
+                    crate::config::InstanceKind::Cpu => model_instance_group::Kind::Cpu,
+                    crate::config::InstanceKind::Gpu => model_instance_group::Kind::Gpu,
+                    _ => model_instance_group::Kind::Auto,
+                } as i32,
+            })
+            .collect(),
         scheduling_choice: batching,
     }
 }

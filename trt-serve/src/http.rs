@@ -124,7 +124,9 @@ pub fn config_json(c: &ModelConfig) -> Value {
         "max_batch_size": c.max_batch_size,
         "input": tensors(&c.inputs),
         "output": tensors(&c.outputs),
-        "instance_group": [{ "name": format!("{}_0", c.name), "count": c.instance_count, "kind": c.instance_kind.triton_name(), "gpus": c.gpus }],
+        "instance_group": c.reported_instance_groups().iter().enumerate().map(|(i, g)| {
+            json!({ "name": format!("{}_{i}", c.name), "count": g.count, "kind": g.kind.triton_name(), "gpus": g.gpus })
+        }).collect::<Vec<_>>(),
     });
     if let Some(db) = &c.dynamic_batching {
         let q = &db.default_queue_policy;

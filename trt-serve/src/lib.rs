@@ -21,6 +21,7 @@
 //! | | [`tensor_model`] | a config bound to trt-nlp's `TensorBackend`: tensor inputs and outputs of any numeric type, checked or read from the model |
 //! | | [`tensor_dispatch`] | a tensor model's queue: requests of equal shapes stacked along the batch axis |
 //! | | [`loader`] | a version folder opened through trt-nlp (model folder, backend for the platform, tokenizer) |
+//! | | [`placement`] | `instance_group` on the GPUs: device instances, checked against the GPUs there are |
 //! | | [`metrics`] | Prometheus metrics under Triton's names |
 //! | process | [`server`] | listeners, graceful shutdown on Ctrl-C / SIGTERM |
 //! | | [`auth`] | API keys (`Authorization: Bearer`) around every HTTP route and gRPC method |
@@ -48,6 +49,7 @@ pub mod loader;
 pub mod metrics;
 pub mod model_control;
 pub mod openai;
+pub mod placement;
 pub mod repository;
 pub mod server;
 pub mod service;

@@ -11,12 +11,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use trt_nlp::backend::onnxruntime::{cuda_device_count, Provider};
-use trt_nlp::backend::{BackendChoice, BackendOptions};
+use trt_nlp::backend::{BackendChoice, BackendOptions, DeviceInstance, LeastLoaded};
 use trt_nlp::tensor::{TensorBackend, TensorRuntime};
-use trt_nlp::{Head, HelperOptions, ModelFolder, TextModel};
+use trt_nlp::{Backend, Head, HelperOptions, ModelFolder, TextModel};
 
 use crate::config::{InstanceKind, ModelConfig, Platform};
 use crate::error::{ServeError, ServeResult};
+use crate::placement::{place, Placement};
 use crate::repository::VersionLoader;
 use crate::text_model::text_input;
 
@@ -31,23 +32,35 @@ pub struct NlpLoader {
 }
 
 impl NlpLoader {
-    /// The backend settings for `config`: its instance count and batch size,
-    /// and where ONNX Runtime runs (`instance_group.kind`, `gpus`).
-    fn options_for(&self, config: &ModelConfig) -> ServeResult<BackendOptions> {
+    /// The backend settings for `config` off the GPUs placement puts it on:
+    /// its instance count and batch size, and the CPU for `KIND_CPU`.
+    fn options_for(&self, config: &ModelConfig) -> BackendOptions {
         let mut options = self.backend.clone();
         options.onnxruntime.sessions = config.instance_count;
         options.onnxruntime.max_batch = config.max_batch_size;
         options.contexts = config.instance_count;
         options.onnxruntime.cuda_graph_max_batch = config.cuda_graph_max_batch;
-        if matches!(config.platform, Platform::OnnxRuntimeOnnx) {
-            options.onnxruntime.provider = match config.instance_kind {
-                InstanceKind::Auto => options.onnxruntime.provider,
-                InstanceKind::Cpu => Provider::Cpu,
-                InstanceKind::Gpu => Provider::Cuda { device: gpu_of(config)? },
-            };
+        if matches!(config.platform, Platform::OnnxRuntimeOnnx) && config.instance_kind == InstanceKind::Cpu {
+            options.onnxruntime.provider = Provider::Cpu;
         }
-        Ok(options)
+        options
     }
+}
+
+/// `options` for one device instance: `count` instances on GPU `gpu`, whichever backend runs them.
+fn on_gpu(options: &BackendOptions, gpu: u32, count: usize) -> BackendOptions {
+    let mut options = options.clone();
+    options.onnxruntime.sessions = count;
+    options.contexts = count;
+    options.onnxruntime.provider = Provider::Cuda { device: gpu };
+    options.tensorrt_device = gpu as usize;
+    options
+}
+
+/// Where `config` places its instances, the GPUs counted only for `KIND_GPU`.
+fn placement_of(config: &ModelConfig) -> ServeResult<Placement> {
+    let visible = if config.instance_kind == InstanceKind::Gpu { cuda_device_count().map_err(|e| e.to_string()) } else { Ok(0) };
+    place(config, visible)
 }
 
 impl VersionLoader for NlpLoader {
@@ -68,7 +81,18 @@ impl VersionLoader for NlpLoader {
             }
             Platform::OnnxRuntimeOnnx => TensorRuntime::OnnxRuntime,
         };
-        let options = self.options_for(config)?;
+        let mut options = self.options_for(config);
+        if let Placement::Gpus(members) = placement_of(config)? {
+            // A tensor model runs on one device instance: no dispatcher sits above its backend.
+            let [m] = members.as_slice() else {
+                return Err(ServeError::invalid(format!(
+                    "model '{}': instance_group places {} device instances; a tensor model is served on one GPU (list one in gpus)",
+                    config.name,
+                    members.len()
+                )));
+            };
+            options = on_gpu(&options, m.gpu, m.count);
+        }
         trt_nlp::tensor::open(&file, runtime, &options).map_err(|e| match e {
             trt_nlp::Error::Tensor { .. } => ServeError::invalid(format!("model '{}': {e}", config.name)),
             e => ServeError::Unavailable(format!("the {} backend cannot run this model here: {e}", config.platform.backend_name())),
@@ -89,7 +113,8 @@ impl VersionLoader for NlpLoader {
         }
         let files_dir = if version_dir.join("tokenizer.json").is_file() { version_dir } else { model_dir };
         let folder = ModelFolder::with_model(files_dir.to_path_buf(), file, None).map_err(|e| ServeError::invalid(e.to_string()))?;
-        let options = self.options_for(config)?;
+        let placement = placement_of(config)?;
+        let options = self.options_for(config);
         let choice = match config.platform {
             #[cfg(feature = "tensorrt")]
             Platform::TensorRtPlan => BackendChoice::TensorRt,
@@ -102,9 +127,31 @@ impl VersionLoader for NlpLoader {
             }
             Platform::OnnxRuntimeOnnx => BackendChoice::OnnxRuntime,
         };
-        let backend = folder.backend(choice, &options).map_err(|e| {
-            ServeError::Unavailable(format!("the {} backend cannot run this model here: {e}", config.platform.backend_name()))
-        })?;
+        let open = |options: &BackendOptions, on: &str| {
+            folder.backend(choice, options).map_err(|e| {
+                ServeError::Unavailable(format!("the {} backend cannot run this model {on}here: {e}", config.platform.backend_name()))
+            })
+        };
+        let backend: Arc<dyn Backend> = match &placement {
+            Placement::Gpus(members) => {
+                let mut placed = Vec::with_capacity(members.len());
+                for m in members {
+                    let backend = open(&on_gpu(&options, m.gpu, m.count), &format!("on GPU {} ", m.gpu))?;
+                    placed.push(DeviceInstance::on_gpu(backend, m.gpu as usize));
+                }
+                Arc::new(LeastLoaded::new(placed).map_err(|e| ServeError::invalid(format!("model '{}': {e}", config.name)))?)
+            }
+            Placement::Unplaced { .. } => {
+                let backend = open(&options, "")?;
+                if matches!(config.platform, Platform::TensorRtPlan) {
+                    // TensorRT runs on a GPU whatever the kind: labelled for per-GPU metrics.
+                    let member = DeviceInstance::on_gpu(backend, options.tensorrt_device);
+                    Arc::new(LeastLoaded::new(vec![member]).map_err(|e| ServeError::invalid(e.to_string()))?)
+                } else {
+                    backend
+                }
+            }
+        };
         let layout = backend.layout();
         if layout.max_batch < config.max_batch_size {
             return Err(ServeError::invalid(format!(
@@ -114,21 +161,5 @@ impl VersionLoader for NlpLoader {
         }
         let pipeline = self.tokenizer.pipeline(&folder.tokenizer, &*backend).map_err(|e| ServeError::invalid(e.to_string()))?;
         Ok(TextModel::new(backend, pipeline, Head::of(&folder)))
-    }
-}
-
-/// The GPU of a `KIND_GPU` instance group: the one listed in `gpus`, or the
-/// only one the driver reports where none is listed (Triton's "all GPUs").
-fn gpu_of(config: &ModelConfig) -> ServeResult<u32> {
-    let name = &config.name;
-    match config.gpus.as_slice() {
-        [device] => Ok(*device),
-        [] => match cuda_device_count() {
-            Ok(1) => Ok(0),
-            Ok(0) => Err(ServeError::Unavailable(format!("model '{name}': KIND_GPU, but the CUDA driver reports no GPU"))),
-            Ok(n) => Err(ServeError::invalid(format!("model '{name}': KIND_GPU on a machine with {n} GPUs: list the one to use in gpus"))),
-            Err(e) => Err(ServeError::Unavailable(format!("model '{name}': KIND_GPU: {e}"))),
-        },
-        several => Err(ServeError::invalid(format!("model '{name}': gpus {several:?}: one GPU per model is served"))),
     }
 }

@@ -41,6 +41,15 @@ pub struct DeviceInstance {
     pub gpu_uuid: Option<String>,
 }
 
+impl DeviceInstance {
+    /// `backend`, which runs on CUDA device `ordinal`, labelled with that
+    /// GPU's UUID where the driver gives it (no label where it cannot).
+    pub fn on_gpu(backend: Arc<dyn Backend>, ordinal: usize) -> Self {
+        let gpu_uuid = trt_cuda::Device::new(ordinal).and_then(|d| d.uuid()).ok();
+        DeviceInstance { backend, gpu_uuid }
+    }
+}
+
 /// One member's work so far, and now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -11,7 +11,7 @@
 //! | `input` | `{ name: "text" data_type: TYPE_STRING dims: [ 1 ] }` makes a text model; any other inputs (or none listed: read from the model) a tensor model ([`crate::tensor_model`]) |
 //! | `output` | the engine's outputs to expose, plus `embedding` (pooled, L2-normalised) for text models; none listed: a tensor model's every output |
 //! | `dynamic_batching` | `preferred_batch_size`, `max_queue_delay_microseconds`, `priority_levels`, `default_priority_level`, `default_queue_policy` |
-//! | `instance_group` | the sum of `count`: how many batches run at once; `kind` (`KIND_AUTO`, `KIND_CPU`, `KIND_GPU`) and `gpus`: where ONNX Runtime runs them |
+//! | `instance_group` | `count` instances (batches that run at once) per group, and on `KIND_GPU` per GPU of `gpus` (every visible GPU where none is listed, as Triton does; see [`placement`](crate::placement)); `kind` (`KIND_AUTO`, `KIND_CPU`, `KIND_GPU`) |
 //! | `version_policy` | `latest { num_versions }`, `all { }`, `specific { versions }` |
 //! | `optimization` | `cuda { graphs, graph_spec [ { batch_size } ] }`: CUDA graphs for ONNX Runtime on a GPU, batches up to the largest listed size (else `max_batch_size`) |
 
@@ -134,6 +134,18 @@ impl InstanceKind {
     }
 }
 
+/// One `instance_group` entry, as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceGroup {
+    /// `count`: instances per GPU listed (on `KIND_GPU`), else in all. Default 1.
+    pub count: usize,
+    /// `kind`.
+    pub kind: InstanceKind,
+    /// `gpus`, in order, repeats kept (each entry is a device instance of
+    /// `count`); empty: none listed.
+    pub gpus: Vec<u32>,
+}
+
 /// `dynamic_batching`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DynamicBatching {
@@ -189,12 +201,16 @@ pub struct ModelConfig {
     pub outputs: Vec<TensorConfig>,
     /// Dynamic batching, when configured.
     pub dynamic_batching: Option<DynamicBatching>,
-    /// Batches that may run at once (sum of `instance_group` counts; 1 by default).
+    /// Sum of the `instance_group` counts (1 by default): the batches that
+    /// may run at once off the GPU; on `KIND_GPU` each count is per GPU
+    /// ([`placement`](crate::placement)).
     pub instance_count: usize,
     /// Where the instances run (`instance_group.kind`; every group must agree).
     pub instance_kind: InstanceKind,
-    /// The GPUs listed in `instance_group.gpus` (empty: none listed).
+    /// The GPUs listed in `instance_group.gpus`, each once (empty: none listed).
     pub gpus: Vec<u32>,
+    /// The `instance_group` entries as written (empty: none).
+    pub instance_groups: Vec<InstanceGroup>,
     /// Which versions are served.
     pub version_policy: VersionPolicy,
     /// `optimization { cuda { graphs: true } }`: batches of up to this many
@@ -210,6 +226,17 @@ impl ModelConfig {
     /// The input of that name.
     pub fn input(&self, name: &str) -> Option<&TensorConfig> {
         self.inputs.iter().find(|t| t.name == name)
+    }
+
+    /// The instance groups the model config endpoints report: those written,
+    /// each with the model's kind where it gave none; one group of one
+    /// instance where none was written.
+    pub fn reported_instance_groups(&self) -> Vec<InstanceGroup> {
+        if self.instance_groups.is_empty() {
+            return vec![InstanceGroup { count: self.instance_count, kind: self.instance_kind, gpus: Vec::new() }];
+        }
+        let kind = |k: InstanceKind| if k == InstanceKind::Auto { self.instance_kind } else { k };
+        self.instance_groups.iter().map(|g| InstanceGroup { kind: kind(g.kind), ..g.clone() }).collect()
     }
 
     /// The output of that name.
@@ -231,6 +258,7 @@ impl ModelConfig {
         let mut saw_instance_group = false;
         let mut instance_kind: Option<(InstanceKind, usize)> = None;
         let mut gpus: Vec<u32> = Vec::new();
+        let mut instance_groups = Vec::new();
         let mut version_policy = VersionPolicy::Latest(1);
         let mut graphs: Option<Option<usize>> = None;
         for f in &root.fields {
@@ -244,7 +272,8 @@ impl ModelConfig {
                 "dynamic_batching" => dynamic_batching = Some(cx.dynamic_batching(f)?),
                 "instance_group" => {
                     saw_instance_group = true;
-                    let (count, kind, group_gpus) = cx.instance_group(f)?;
+                    let group = cx.instance_group(f)?;
+                    let (count, kind) = (group.count, group.kind);
                     instance_count += count;
                     match instance_kind {
                         // A group without a kind (KIND_AUTO) goes with any other.
@@ -258,11 +287,12 @@ impl ModelConfig {
                         }
                         _ => instance_kind = Some((kind, f.line)),
                     }
-                    for g in group_gpus {
+                    for &g in &group.gpus {
                         if !gpus.contains(&g) {
                             gpus.push(g);
                         }
                     }
+                    instance_groups.push(group);
                 }
                 "version_policy" => version_policy = cx.version_policy(f)?,
                 "optimization" => graphs = cx.optimization(f)?,
@@ -339,6 +369,7 @@ impl ModelConfig {
             instance_count,
             instance_kind: instance_kind.map(|(k, _)| k).unwrap_or_default(),
             gpus,
+            instance_groups,
             version_policy,
             cuda_graph_max_batch,
             warnings: cx.warnings,
@@ -501,7 +532,7 @@ impl Cx {
         Ok(db)
     }
 
-    fn instance_group(&mut self, f: &Field) -> Result<(usize, InstanceKind, Vec<u32>), ConfigError> {
+    fn instance_group(&mut self, f: &Field) -> Result<InstanceGroup, ConfigError> {
         let m = self.message(f, "instance_group")?;
         let (mut count, mut kind, mut gpus) = (1, InstanceKind::Auto, Vec::new());
         for g in &m.fields {
@@ -533,7 +564,7 @@ impl Cx {
         if !gpus.is_empty() && kind == InstanceKind::Cpu {
             return Err(err(m.fields[0].line, "instance_group.gpus", "KIND_CPU instances take no gpus".into()));
         }
-        Ok((count, kind, gpus))
+        Ok(InstanceGroup { count, kind, gpus })
     }
 
     /// `optimization { cuda { graphs: B graph_spec [ { batch_size: N } ] } }`:
