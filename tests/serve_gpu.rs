@@ -1,8 +1,9 @@
 //! `trt serve`'s placement of a model's instances on GPUs (`instance_group`
 //! `KIND_GPU` and its `gpus`), through the server's loader and the real ONNX
 //! Runtime CUDA backend: one device instance per listed GPU behind the
-//! least-loaded dispatcher, each labelled with its GPU's UUID, outputs
-//! equal to the CPU's, and a GPU past the last one a load error naming it.
+//! least-loaded dispatcher, each labelled with its GPU's UUID (the per-GPU
+//! metrics' `gpu_uuid`), outputs equal to the CPU's, and a GPU past the last
+//! one a load error naming it.
 //!
 //! Every test here needs a CUDA GPU and the onnxruntime-gpu library
 //! (`ORT_DYLIB_PATH`): they are ignored here, each with its reason, and run
@@ -24,6 +25,7 @@ use trt_nlp::batching::{BatchingConfig, Request, Scheduler};
 use trt_nlp::TextModel;
 use trt_serve::config::ModelConfig;
 use trt_serve::loader::NlpLoader;
+use trt_serve::metrics::{instance_text, GpuWork};
 use trt_serve::repository::VersionLoader;
 use trt_serve::{ServeError, ServeResult};
 
@@ -71,6 +73,14 @@ fn kind_gpu_on_gpu_0_serves_and_matches_the_cpu() {
     assert!(members[0].gpu_uuid.as_deref().is_some_and(|u| u.starts_with("GPU-")), "{members:?}");
     assert_eq!((members[0].batches, members[0].failures), (1, 0));
     assert!(cpu.backend().device_instances().is_empty(), "KIND_CPU is not placed on a GPU");
+    // The per-GPU metrics: one series, under the GPU's UUID; none for the CPU model.
+    let text = instance_text(&[
+        ("gpu".into(), "1".into(), GpuWork::per_gpu(&members)),
+        ("cpu".into(), "1".into(), GpuWork::per_gpu(&cpu.backend().device_instances())),
+    ]);
+    let uuid = members[0].gpu_uuid.clone().unwrap();
+    assert!(text.contains(&format!("trt_serve_instance_exec_count{{gpu_uuid=\"{uuid}\",model=\"gpu\",version=\"1\"}} 1\n")), "{text}");
+    assert!(!text.contains("model=\"cpu\""), "{text}");
 }
 
 #[test]
@@ -88,6 +98,8 @@ fn gpu_0_listed_twice_is_two_device_instances_and_batches_go_to_both() {
     }
     let members = model.backend().device_instances();
     assert_eq!(members.iter().map(|m| (m.batches, m.rows, m.failures)).collect::<Vec<_>>(), [(2, 6, 0), (2, 6, 0)], "{members:?}");
+    let work = GpuWork::per_gpu(&members);
+    assert_eq!((work.len(), work[0].executions, work[0].inferences), (1, 4, 12), "one GPU's series adds up its instances");
     // Many callers through one batcher: every request served, the work spread over both.
     let mut config = BatchingConfig::default();
     config.max_batch_size = 8;

@@ -3,7 +3,8 @@
 //! tests/batching_doubles.rs; no model runs): version switch and memory
 //! release after the last request, unload that drains, a failed reload that
 //! keeps serving, invalid configs failing only their model with the field
-//! named, and model names that cannot leave the repository.
+//! named, model names that cannot leave the repository, and a model placed
+//! on two device instances (one broken) with its per-GPU metrics.
 
 mod common;
 #[path = "batching_doubles.rs"]
@@ -14,10 +15,13 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use doubles::{double_layout, ScriptedBackendDouble};
+use trt_nlp::backend::{DeviceInstance, LeastLoaded};
 use trt_nlp::{Head, TextModel, TokenizerPipeline};
 use trt_serve::config::ModelConfig;
 use trt_serve::limits::Limits;
+use trt_serve::metrics::Metrics;
 use trt_serve::repository::{Repository, VersionLoader};
+use trt_serve::service::Service;
 use trt_serve::{ServeError, ServeResult};
 
 /// Loader test double: every version runs on an open ScriptedBackendDouble.
@@ -137,4 +141,69 @@ async fn model_names_cannot_leave_the_repository() {
     let e = repo.load("link").await.unwrap_err();
     assert!(e.to_string().contains("does not resolve to a folder inside the repository"), "{e}");
     assert!(matches!(repo.load("absent").await, Err(ServeError::NotFound(_))));
+}
+
+/// Loader test double for placement: every version runs on two open
+/// ScriptedBackendDoubles behind trt-nlp's LeastLoaded, labelled as two
+/// GPUs; the test breaks one after the load (a GPU that fails).
+#[derive(Default)]
+struct TwoGpuDoubleLoader {
+    doubles: std::sync::Mutex<Vec<Arc<ScriptedBackendDouble>>>,
+}
+
+impl VersionLoader for TwoGpuDoubleLoader {
+    fn load(&self, _config: &ModelConfig, _model_dir: &Path, _version_dir: &Path) -> ServeResult<TextModel> {
+        let mut doubles = self.doubles.lock().unwrap();
+        let members = (0..2)
+            .map(|i| {
+                let backend = Arc::new(ScriptedBackendDouble::new(double_layout(1, 4, 64), 1));
+                backend.open();
+                doubles.push(backend.clone());
+                DeviceInstance { backend, gpu_uuid: Some(format!("GPU-double-{i}")) }
+            })
+            .collect();
+        let pipeline = TokenizerPipeline::builder(64).from_file(common::generated("models/minilm/tokenizer.json")).unwrap();
+        Ok(TextModel::new(Arc::new(LeastLoaded::new(members).unwrap()), pipeline, Head::default()))
+    }
+}
+
+/// The value of the sample `name{gpu_uuid="uuid",model="m",version="1"}` in `text`.
+fn per_gpu(text: &str, name: &str, uuid: &str) -> u64 {
+    let prefix = format!("{name}{{gpu_uuid=\"{uuid}\",model=\"m\",version=\"1\"}} ");
+    let line = text.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("no {prefix} in {text}"));
+    line[prefix.len()..].parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_gpu_fails_only_its_batches_and_metrics_count_work_per_gpu_uuid() {
+    let dir = tempfile::tempdir().unwrap();
+    add(dir.path(), "m", &format!("{CONFIG}instance_group [ {{ count: 1 }} ]\n"), &[1]);
+    let loader = Arc::new(TwoGpuDoubleLoader::default());
+    let repo = Arc::new(Repository::new(dir.path(), Limits::default(), loader.clone()).unwrap());
+    repo.load_all().await;
+    // The warm-up ran each of its three shapes on each device instance.
+    let doubles = loader.doubles.lock().unwrap().clone();
+    let warm: Vec<Vec<usize>> = doubles.iter().map(|d| d.ran().iter().map(|b| b.tags.len()).collect()).collect();
+    assert_eq!(warm, [vec![1, 4, 1], vec![1, 4, 1]]);
+    doubles[1].fail_every_batch(true);
+    let service = Service { repository: repo.clone(), metrics: Arc::new(Metrics::new()) };
+    let v = repo.resolve("m", None).unwrap();
+    let text = v.text().unwrap();
+    // One at a time: GPU 0, then GPU 1 (its turn; it fails), then GPU 0 only while it has room.
+    text.run(vec!["first".into()], 0, None).await.unwrap();
+    let e = text.run(vec!["second".into()], 0, None).await.unwrap_err();
+    assert!(e.to_string().contains("fails every batch"), "{e}");
+    for t in ["third", "fourth", "fifth"] {
+        text.run(vec![t.into()], 0, None).await.unwrap();
+    }
+    let m = service.metrics_text();
+    // Counted from the load on: three warm-up batches (6 rows) on each, then the requests.
+    assert_eq!(per_gpu(&m, "trt_serve_instance_exec_count", "GPU-double-0"), 3 + 4);
+    assert_eq!(per_gpu(&m, "trt_serve_instance_inference_count", "GPU-double-0"), 6 + 4);
+    assert_eq!(per_gpu(&m, "trt_serve_instance_failure_count", "GPU-double-0"), 0);
+    assert_eq!(per_gpu(&m, "trt_serve_instance_exec_count", "GPU-double-1"), 3 + 1);
+    assert_eq!(per_gpu(&m, "trt_serve_instance_inference_count", "GPU-double-1"), 6);
+    assert_eq!(per_gpu(&m, "trt_serve_instance_failure_count", "GPU-double-1"), 1);
+    assert_eq!(per_gpu(&m, "trt_serve_instance_pending_batch_count", "GPU-double-1"), 0);
+    assert!(m.contains("# TYPE trt_serve_instance_exec_count counter"), "{m}");
 }

@@ -11,6 +11,15 @@
 //! per model and version, successful requests only (so each histogram's
 //! count equals `nv_inference_request_success`).
 //!
+//! Per GPU, as Triton labels its instance-level metrics with `gpu_uuid`:
+//! `trt_serve_instance_{exec_count,inference_count,failure_count,compute_infer_duration_us}`
+//! and the gauge `trt_serve_instance_pending_batch_count`, labelled `model`,
+//! `version` and `gpu_uuid`, one series per GPU a model's device instances
+//! run on (those on one GPU added up), read from the dispatcher at each
+//! scrape ([`instance_text`]). The model-level families above keep their
+//! labels, so existing dashboards keep working; a model not placed on a GPU,
+//! or on a GPU whose UUID the driver does not give, has no per-GPU series.
+//!
 //! Failure reasons are Triton's: `REJECTED` (admission: overloaded, queue or
 //! inference timeout, not ready), `CANCELED` (the client went away before
 //! the answer), `BACKEND` (the backend failed), `OTHER` (the request was
@@ -163,6 +172,86 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// One GPU's share of a model version's work, for [`instance_text`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GpuWork {
+    /// The GPU's UUID (`GPU-...`).
+    pub gpu_uuid: String,
+    /// Batches run (successful or not).
+    pub executions: u64,
+    /// Rows of the successful batches.
+    pub inferences: u64,
+    /// Batches that failed.
+    pub failures: u64,
+    /// Time in the backend, microseconds.
+    pub compute_infer_us: u64,
+    /// Batches running now.
+    pub pending_batches: u64,
+}
+
+impl GpuWork {
+    /// Per GPU, the work of a backend's device instances (trt-nlp's
+    /// `Backend::device_instances`), in first-seen order; instances without
+    /// a UUID are left out.
+    pub fn per_gpu(instances: &[trt_nlp::backend::DeviceInstanceStats]) -> Vec<GpuWork> {
+        let mut out: Vec<GpuWork> = Vec::new();
+        for i in instances {
+            let Some(uuid) = &i.gpu_uuid else { continue };
+            let w = match out.iter_mut().position(|w| &w.gpu_uuid == uuid) {
+                Some(k) => &mut out[k],
+                None => {
+                    out.push(GpuWork { gpu_uuid: uuid.clone(), ..GpuWork::default() });
+                    out.last_mut().expect("just pushed")
+                }
+            };
+            w.executions += i.batches;
+            w.inferences += i.rows;
+            w.failures += i.failures;
+            w.compute_infer_us += us(i.busy);
+            w.pending_batches += i.in_flight as u64;
+        }
+        out
+    }
+}
+
+/// A per-GPU family: name, type, help, and its value in one GPU's work.
+type Family = (&'static str, &'static str, &'static str, fn(&GpuWork) -> u64);
+
+/// The Prometheus text of the per-GPU instance metrics of `versions`
+/// (`(model, version, work per GPU)`); empty when no version runs on a
+/// GPU with a known UUID.
+pub fn instance_text(versions: &[(String, String, Vec<GpuWork>)]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    if versions.iter().all(|(_, _, w)| w.is_empty()) {
+        return out;
+    }
+    let families: [Family; 5] = [
+        ("trt_serve_instance_exec_count", "counter", "Number of model executions per GPU", |w| w.executions),
+        ("trt_serve_instance_inference_count", "counter", "Number of inferences (batch rows) per GPU", |w| w.inferences),
+        ("trt_serve_instance_failure_count", "counter", "Number of failed model executions per GPU", |w| w.failures),
+        ("trt_serve_instance_compute_infer_duration_us", "counter", "Cumulative compute inference duration per GPU in microseconds", |w| {
+            w.compute_infer_us
+        }),
+        ("trt_serve_instance_pending_batch_count", "gauge", "Batches running now per GPU", |w| w.pending_batches),
+    ];
+    for (name, kind, help, value) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (model, version, work) in versions {
+            for w in work {
+                let (m, v, g) = (escape(model), escape(version), escape(&w.gpu_uuid));
+                let _ = writeln!(out, "{name}{{gpu_uuid=\"{g}\",model=\"{m}\",version=\"{v}\"}} {}", value(w));
+            }
+        }
+    }
+    out
+}
+
+/// A label value in the text format: backslash, quote and newline escaped.
+fn escape(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
 /// Triton's failure reasons, in the order the statistics extension sums them.
 pub const FAILURE_REASONS: [&str; 4] = ["REJECTED", "CANCELED", "BACKEND", "OTHER"];
 
@@ -288,6 +377,27 @@ mod tests {
         assert!(text.contains("nv_inference_request_success{model=\"m\",version=\"1\"} 1"), "{text}");
         assert!(text.contains("nv_inference_request_failure{model=\"m\",reason=\"REJECTED\",version=\"1\"} 2"), "{text}");
         assert!(text.contains("# TYPE nv_inference_request_success counter"), "{text}");
+    }
+
+    #[test]
+    fn per_gpu_instance_metrics_carry_gpu_uuid_and_add_up_instances_on_one_gpu() {
+        assert_eq!(instance_text(&[("m".into(), "1".into(), Vec::new())]), "", "no GPU: no per-GPU series");
+        let w = |uuid: &str, executions| GpuWork {
+            gpu_uuid: uuid.into(),
+            executions,
+            inferences: 3 * executions,
+            failures: 1,
+            compute_infer_us: 250,
+            pending_batches: 2,
+        };
+        let text = instance_text(&[("m\"x".into(), "1".into(), vec![w("GPU-a", 4), w("GPU-b", 5)])]);
+        assert!(text.contains("# TYPE trt_serve_instance_exec_count counter\n"), "{text}");
+        assert!(text.contains("# TYPE trt_serve_instance_pending_batch_count gauge\n"), "{text}");
+        assert!(text.contains("trt_serve_instance_exec_count{gpu_uuid=\"GPU-a\",model=\"m\\\"x\",version=\"1\"} 4\n"), "{text}");
+        assert!(text.contains("trt_serve_instance_inference_count{gpu_uuid=\"GPU-b\",model=\"m\\\"x\",version=\"1\"} 15\n"), "{text}");
+        assert_eq!(text.matches("# HELP ").count(), 5, "each family once: {text}");
+        // The whole exposition still parses as one registry's text: every sample line has a value.
+        assert!(text.lines().filter(|l| !l.starts_with('#')).all(|l| l.rsplit(' ').next().unwrap().parse::<u64>().is_ok()), "{text}");
     }
 
     /// The value of the sample line `name{labels...}` in `text`.

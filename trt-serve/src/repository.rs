@@ -497,15 +497,21 @@ impl Repository {
 
 /// Runs the model over the shapes requests will have: one short text, a full
 /// batch of short texts, and one text of the longest length, so the first
-/// real request does not pay for allocation or kernel selection.
+/// real request does not pay for allocation or kernel selection. A model
+/// placed on several device instances runs each shape once per instance:
+/// one run at a time, every instance idle, trt-nlp's `LeastLoaded` hands
+/// them out in turn, so each instance sees each shape.
 pub fn warm_up(model: &ConfiguredModel) -> ServeResult<()> {
     let (text_model, outputs) = (model.model(), model.outputs());
+    let devices = text_model.backend().devices().max(1);
     let short = "warm up";
-    text_model.run(&[short], outputs)?;
     let batch = vec![short; model.max_batch()];
-    text_model.run(&batch, outputs)?;
     // Truncated to the model's longest sequence by the tokenizer.
     let long = "warm ".repeat(model.max_seq());
-    text_model.run(&[long.as_str()], outputs)?;
+    for texts in [vec![short], batch, vec![long.as_str()]] {
+        for _ in 0..devices {
+            text_model.run(&texts, outputs)?;
+        }
+    }
     Ok(())
 }

@@ -9,7 +9,7 @@ use crate::dispatch::Dispatcher;
 use crate::error::{ServeError, ServeResult};
 use crate::kserve::{classification, Elements, InferRequest, InferResponse, InputTensor, OutputData, OutputTensor, RequestedOutput};
 use crate::limits::Limits;
-use crate::metrics::{Metrics, Phases, FAILURE_REASONS};
+use crate::metrics::{instance_text, GpuWork, Metrics, Phases, FAILURE_REASONS};
 use crate::repository::{Dispatch, IndexEntry, Repository, ServedVersion};
 use crate::text_model::text_input;
 
@@ -151,7 +151,14 @@ impl Service {
     /// The Prometheus text of every metric, batch executions of the
     /// dynamic batchers brought up to date first.
     pub fn metrics_text(&self) -> String {
+        let mut per_gpu = Vec::new();
         for v in self.repository.served() {
+            if let Dispatch::Text(d) = &v.dispatch {
+                let work = GpuWork::per_gpu(&d.model().model().backend().device_instances());
+                if !work.is_empty() {
+                    per_gpu.push((v.name.clone(), v.version.to_string(), work));
+                }
+            }
             let executions = match &v.dispatch {
                 Dispatch::Text(d) => d.batching_metrics().map(|snap| snap.executions),
                 Dispatch::Tensor(d) => Some(d.executions()),
@@ -162,7 +169,9 @@ impl Service {
                 c.inc_by(executions.saturating_sub(c.get()));
             }
         }
-        self.metrics.render()
+        let mut text = self.metrics.render();
+        text.push_str(&instance_text(&per_gpu));
+        text
     }
 
     /// Statistics of the served versions of `name` (every model when `None`),
