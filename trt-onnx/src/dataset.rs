@@ -7,7 +7,8 @@
 
 use ndarray::{ArrayD, Ix2};
 
-use crate::runtime::{ElementType, InputTensor, OutputTensor, Session};
+use crate::graph::{edit, types, Model};
+use crate::runtime::{ElementType, InputTensor, OutputTensor, Session, SessionOptions};
 use crate::{Error, Result};
 
 /// A run's outputs by name, as f32.
@@ -75,4 +76,16 @@ pub fn run(session: &mut Session, batch: &Batch, outputs: Option<&[&str]>) -> Re
                 .ok_or_else(|| Error::Tensor { tensor: name, problem: "output is not numeric".into() }),
         })
         .collect()
+}
+
+/// Runs `model` on `batch` with the intermediate tensors `names` added as
+/// graph outputs (one session made for the purpose), and returns their
+/// values as f32, in the order of `names`.
+pub fn run_exposing(model: &Model, names: &[String], batch: &Batch, options: &SessionOptions) -> Result<Outputs> {
+    let mut m = model.clone();
+    let t = types::infer(m.graph());
+    edit::expose(m.graph_mut()?, names, &t)?;
+    let mut session = Session::from_bytes(&m.to_bytes()?, options)?;
+    let wanted: Vec<&str> = names.iter().map(String::as_str).collect();
+    run(&mut session, batch, Some(&wanted))
 }

@@ -5,9 +5,9 @@
 //!
 //! | step | ONNX side | TensorRT side |
 //! |---|---|---|
-//! | which tensors | node outputs of float type ([`onnx_float_tensors`]) | layer outputs that are float activations ([`trt::Network::layer_outputs`]) |
+//! | which tensors | node outputs of float type (`trt_onnx::graph::edit::intermediate_float_tensors`) | layer outputs that are float activations ([`trt::Network::layer_outputs`]) |
 //! | matched | by name, in the ONNX graph's order ([`matched`]) | (the parser names layer outputs after the ONNX values) |
-//! | read | the names added as graph outputs, one ONNX Runtime session ([`onnx_values`]) | the names marked as network outputs, an engine rebuilt from the ONNX with the plan's settings (`compare_plan`) |
+//! | read | the names added as graph outputs, one ONNX Runtime session (`trt_onnx::dataset::run_exposing`) | the names marked as network outputs, an engine rebuilt from the ONNX with the plan's settings (`compare_plan`) |
 //!
 //! A tensor whose shapes differ on the two sides (TensorRT may keep a
 //! reshaped layout) is listed as skipped, not compared.
@@ -16,8 +16,8 @@ use std::collections::HashSet;
 
 use trt_onnx::compare;
 use trt_onnx::dataset::{self, Batch, Outputs};
-use trt_onnx::graph::{edit, tensor, types, Model};
-use trt_onnx::runtime::{Session, SessionOptions};
+use trt_onnx::graph::{edit, Model};
+use trt_onnx::runtime::SessionOptions;
 
 use super::compare_report::{Figures, Gate, Layers, Skipped};
 use crate::error::{CliError, Result};
@@ -28,8 +28,7 @@ fn err(e: impl std::fmt::Display) -> CliError {
 
 /// Every float tensor a node of `model` produces, in topological order.
 pub fn onnx_float_tensors(model: &Model) -> Vec<String> {
-    let t = types::infer(model.graph());
-    edit::intermediate_tensors(model.graph()).into_iter().filter(|n| t.get(n).is_some_and(|c| tensor::is_float(*c))).collect()
+    edit::intermediate_float_tensors(model.graph())
 }
 
 /// The names of `reference` (in its order) that `other` also has.
@@ -42,12 +41,7 @@ pub fn matched(reference: &[String], other: &[String]) -> Vec<String> {
 /// `model` run on `batch` on ONNX Runtime with `names` added as graph outputs:
 /// their values, in the order of `names`.
 pub fn onnx_values(model: &Model, names: &[String], batch: &Batch, options: &SessionOptions) -> Result<Outputs> {
-    let t = types::infer(model.graph());
-    let mut m = model.clone();
-    edit::expose(m.graph_mut().map_err(err)?, names, &t).map_err(err)?;
-    let mut session = Session::from_bytes(&m.to_bytes().map_err(err)?, options).map_err(err)?;
-    let wanted: Vec<&str> = names.iter().map(String::as_str).collect();
-    dataset::run(&mut session, batch, Some(&wanted)).map_err(err)
+    dataset::run_exposing(model, names, batch, options).map_err(err)
 }
 
 /// Compares `checked` against `reference` tensor by tensor, in the order of

@@ -183,3 +183,10 @@ pub fn expose(graph: &mut GraphProto, names: &[String], types: &ElemTypes) -> Re
 pub fn intermediate_tensors(graph: &GraphProto) -> Vec<String> {
     graph.node.iter().flat_map(|n| n.output.iter().filter(|o| !o.is_empty()).cloned()).collect()
 }
+
+/// The float tensors among [`intermediate_tensors`] (by [`super::types::infer`]),
+/// in topological order: what a layer-by-layer comparison reads.
+pub fn intermediate_float_tensors(graph: &GraphProto) -> Vec<String> {
+    let types = super::types::infer(graph);
+    intermediate_tensors(graph).into_iter().filter(|n| types.get(n).is_some_and(|c| super::tensor::is_float(*c))).collect()
+}
