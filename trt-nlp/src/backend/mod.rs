@@ -26,6 +26,7 @@ use ndarray::{ArrayD, ArrayViewD, Axis, Slice};
 use crate::{BatchLayout, EncodedBatch, FloatElement, ModelLayout, Result};
 
 pub mod buckets;
+mod capture;
 mod least_loaded;
 pub mod onnxruntime;
 mod ort_cuda;

@@ -22,6 +22,7 @@ use trt_cuda::{Device, Element, Stream};
 use trt_onnx::runtime::{BoundTensor, CudaOptions, ElementType, IoBinding, Provider, Session, SessionOptions, TensorInfo};
 
 use super::buckets;
+use super::capture::{self, Captures};
 use super::staging::{Floats, Staged, Tokens};
 use super::{Fill, OutputView, Outputs, Read};
 use crate::{EncodedBatch, Error, InputSpec, ModelLayout, Result, TokenBuffer};
@@ -43,7 +44,7 @@ struct Output {
 
 /// One CUDA session with its stream, binding and buffers. Fields drop in
 /// order: the session and its binding before the buffers they address, the
-/// stream last.
+/// stream last. Every run holds the device's capture gate ([`capture`]).
 pub(crate) struct CudaStaging {
     session: Session,
     binding: IoBinding,
@@ -51,6 +52,8 @@ pub(crate) struct CudaStaging {
     outputs: Vec<Output>,
     graph_max_batch: usize,
     max_batch: usize,
+    gate: std::sync::Arc<std::sync::RwLock<()>>,
+    captures: Captures,
     stream: Stream,
 }
 
@@ -107,7 +110,9 @@ impl CudaStaging {
             inputs.push((spec.clone(), t));
         }
         let binding = session.io_binding()?;
-        Ok(Ok(CudaStaging { session, binding, inputs, outputs, graph_max_batch, max_batch: layout.max_batch, stream }))
+        let gate = capture::gate(device_index);
+        let captures = Captures::default();
+        Ok(Ok(CudaStaging { session, binding, inputs, outputs, graph_max_batch, max_batch: layout.max_batch, gate, captures, stream }))
     }
 
     /// The tensors bound now (addresses and shapes).
@@ -123,7 +128,11 @@ impl CudaStaging {
 
     /// One batch: fill the pinned inputs, upload, run, download the real rows, read.
     pub(crate) fn run(&mut self, layout_check: &ModelLayout, fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {
-        let CudaStaging { session, binding, inputs, outputs, graph_max_batch, max_batch, stream } = self;
+        let CudaStaging { session, binding, inputs, outputs, graph_max_batch, max_batch, gate, captures, stream } = self;
+        // Every CUDA call of the run, the host's waits included, happens
+        // under the device's gate: shared, or alone for a run that may capture.
+        let gate = gate.clone();
+        let mut _held = Held::Shared(gate.read().unwrap_or_else(|p| p.into_inner()));
         let layout = {
             let mut batch = EncodedBatch::new();
             for (spec, t) in inputs.iter_mut() {
@@ -143,6 +152,10 @@ impl CudaStaging {
         } else {
             (rows, None)
         };
+        if graph.is_some_and(|g| captures.may_capture(g)) {
+            _held = Held::Released;
+            _held = Held::Alone(gate.write().unwrap_or_else(|p| p.into_inner()));
+        }
         let (real, total) = (rows * seq, run_rows * seq);
         for (spec, t) in inputs.iter_mut() {
             // Padding rows: zeros (no attention), their outputs are dropped.
@@ -166,6 +179,9 @@ impl CudaStaging {
         }
         // Enqueued on `stream` after the uploads; the downloads below follow it there.
         session.run_bound(binding, graph)?;
+        if let Some(g) = graph {
+            captures.ran(g);
+        }
         for o in outputs.iter_mut() {
             o.shape.clear();
             o.shape.extend(resolve(&o.dims, rows, seq));
@@ -188,6 +204,14 @@ impl CudaStaging {
         }
         read(&layout, &views)
     }
+}
+
+/// The hold a run has on its device's capture gate (the guards are held for their drop).
+#[allow(dead_code)]
+enum Held<'a> {
+    Shared(std::sync::RwLockReadGuard<'a, ()>),
+    Released,
+    Alone(std::sync::RwLockWriteGuard<'a, ()>),
 }
 
 /// Zeroes the padding rows, uploads the rows that run and binds the device buffer.
