@@ -20,6 +20,8 @@
 //! `SERVE_BENCH_GRAPHS=N` runs batches of up to N rows as CUDA graphs
 //! (`optimization { cuda { graphs graph_spec } }`). `SERVE_BENCH_BATCH_TEXTS=K`
 //! adds a pass of K-text requests with binary output (embeddings/s).
+//! `SERVE_BENCH_WARMUP_SECS=S` loads each level unmeasured for S seconds
+//! first (shapes that level forms, e.g. CUDA graphs, are made before it counts).
 //!
 //! Peer: with `SERVE_BENCH_PEER="COMMAND ARGS"`, after trt serve has stopped,
 //! that server is started with `--port P` appended (it must answer
@@ -221,6 +223,7 @@ fn main() {
         n => format!("{group}\noptimization {{ cuda {{ graphs: true graph_spec [ {{ batch_size: {n} }} ] }} }}"),
     };
     let batch_texts = env_num("SERVE_BENCH_BATCH_TEXTS", 0);
+    let warm_each = Duration::from_secs(env_num("SERVE_BENCH_WARMUP_SECS", 0) as u64);
     let peer = std::env::var("SERVE_BENCH_PEER").ok().filter(|v| !v.trim().is_empty());
     let outputs = [("embedding", "384")];
     let batched = text_config(
@@ -253,6 +256,9 @@ fn main() {
         // Warm-up outside the measurement.
         load(&server.http, &path, &bodies, 4, 64, Duration::from_secs(30));
         for &c in &levels {
+            if !warm_each.is_zero() {
+                load(&server.http, &path, &bodies, c, requests, warm_each);
+            }
             results.insert((model, c), measure(model, &server.http, &path, &bodies, c, requests, limit));
         }
     }

@@ -80,12 +80,12 @@ case "${1:?step 1, 2 or 3}" in
   for f in tokenizer.json config.json; do ln -sf "$DEPS/models/minilm/$f" "$M16/$f"; done
   export SERVE_BENCH_TRT=$W/bin/trt SERVE_BENCH_MODEL_DIR=$M16 SERVE_BENCH_KIND=KIND_GPU
   export SERVE_BENCH_CONCURRENCY=${SERVE_BENCH_CONCURRENCY:-1,32,256,512} SERVE_BENCH_REQUESTS=${SERVE_BENCH_REQUESTS:-2000000}
-  export SERVE_BENCH_SECONDS=${SERVE_BENCH_SECONDS:-6} SERVE_BENCH_THREADS=1
+  export SERVE_BENCH_SECONDS=${SERVE_BENCH_SECONDS:-6} SERVE_BENCH_THREADS=1 SERVE_BENCH_WARMUP_SECS=${SERVE_BENCH_WARMUP_SECS:-2}
   # sessions, max_batch, largest CUDA-graph batch (0: none), one more setting (~ for a space)
   layouts=(
-    "1 128 16 SERVE_BENCH_BATCH_TEXTS=32"
-    "2 128 16 SERVE_BENCH_PEER=python3~benches/serve_peer_torch.py~--weights~${W}/weights~--tokenizer~${M16}/tokenizer.json"
-    "4 128 0 SERVE_BENCH_DELAY_US=1000"
+    "2 128 128 SERVE_BENCH_BATCH_TEXTS=32"
+    "4 128 128 SERVE_BENCH_DELAY_US=1000"
+    "4 128 0 SERVE_BENCH_PEER=python3~benches/serve_peer_torch.py~--weights~${W}/weights~--tokenizer~${M16}/tokenizer.json"
   )
   for layout in "${layouts[@]}"; do
     set -- $layout
@@ -100,7 +100,7 @@ case "${1:?step 1, 2 or 3}" in
   # compute-sanitizer memcheck (leaks too) over the backend's CUDA tests, bounded.
   if [ -x "$W/bin/nlp_cuda" ]; then
     timeout 150 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$W/bin/nlp_cuda" \
-      --include-ignored --test-threads 1 cuda_fp32_matches_the_cpu bound_buffers > "$OUT/sanitizer.log" 2>&1
+      --include-ignored --test-threads 1 cuda_fp32_matches_the_cpu cuda_graphs_replay a_batch_past_the_memory_limit > "$OUT/sanitizer.log" 2>&1
     echo "compute-sanitizer exit $?"
     grep -E "ERROR SUMMARY|LEAK SUMMARY|test result" "$OUT/sanitizer.log" | tail -n 5
   fi
