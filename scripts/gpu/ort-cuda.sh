@@ -53,11 +53,12 @@ case "${1:?step 1, 2 or 3}" in
   mkdir -p "$SITE"
   python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$W/ort.tar.xz" "$SITE" || exit 1
   python3 -c 'import onnxruntime as o; print(o.__version__, o.__file__, o.get_available_providers())' | tee "$OUT/python_ort.txt"
-  unpack .gpu/c2/bins "$W/bin" onnx_cuda nlp_cuda ort_cuda embed_cuda || exit 1
+  unpack .gpu/c2/bins "$W/bin" onnx_cuda nlp_cuda serve_gpu ort_cuda embed_cuda || exit 1
   {
     echo "# $(date -u +%FT%TZ) ORT_DYLIB_PATH=$ORT_DYLIB_PATH"
     "$W/bin/onnx_cuda" --include-ignored --nocapture --test-threads 1
     "$W/bin/nlp_cuda" --include-ignored --nocapture --test-threads 1
+    "$W/bin/serve_gpu" --include-ignored --nocapture --test-threads 1
   } > "$OUT/tests.log" 2>&1
   grep -E "^test |test result|max abs diff|a 256 x 512|CUDA graphs vs|panicked" "$OUT/tests.log"
   # Model only, twice: the spread between two runs of the same shapes shows.

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 TARGET=${CARGO_TARGET_DIR:-target}
 cargo build --release -p trt-cli --bin trt --bench serve_load \
-  -p trt-nlp --test nlp_cuda --bench ort_cuda --bench embed_cuda -p trt-onnx --test onnx_cuda
+  -p trt-nlp --test nlp_cuda --bench ort_cuda --bench embed_cuda -p trt-onnx --test onnx_cuda -p trt-serve --test serve_gpu
 newest() { ls -t "$TARGET"/release/deps/"$1"-* | grep -vE '\.(d|rlib|rmeta)$' | head -n 1; }
 pack() {
   local dest=$1 name=$2 src=$3
@@ -15,7 +15,7 @@ pack() {
   strip -o "$dest/$name" "$src"
   xz -T2 -6 -f "$dest/$name"
 }
-for t in onnx_cuda nlp_cuda ort_cuda embed_cuda; do pack .gpu/c2/bins "$t" "$(newest "$t")"; done
+for t in onnx_cuda nlp_cuda serve_gpu ort_cuda embed_cuda; do pack .gpu/c2/bins "$t" "$(newest "$t")"; done
 pack .gpu/c3/bins trt "$TARGET/release/trt"
 pack .gpu/c3/bins serve_load "$(newest serve_load)"
 du -sh .gpu/c1 .gpu/c2 .gpu/c3
