@@ -4,8 +4,19 @@ use std::path::{Path, PathBuf};
 
 use crate::headers::Headers;
 
+/// The shim's sources. They live in the workspace's top-level `cpp/`;
+/// `trt-sys/cpp` is a symlink to it, which `cargo package` follows, so the
+/// published crate carries the files themselves under `cpp/`. A checkout made
+/// without symlink support (git on Windows by default) has a plain file there:
+/// then the workspace folder is used directly.
 fn cpp_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("cpp")
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let packaged = manifest.join("cpp");
+    if packaged.join("include").is_dir() {
+        packaged
+    } else {
+        manifest.join("..").join("cpp")
+    }
 }
 
 pub fn compile(headers: &Headers, cuda: &Path) {
