@@ -103,9 +103,33 @@ fn capture_errors_are_recognised() {
     assert!(!is_capture_error(&Error::InvalidArgument("x".into())));
 }
 
+#[test]
+fn without_driver_no_device_is_current() {
+    if driver_available() {
+        println!("a driver is here: the GPU test current_device_is_the_one_bound_on_this_thread covers it");
+        return;
+    }
+    assert!(Device::current().is_err_and(|e| matches!(e, Error::CudaUnavailable(_))));
+}
+
 // ---------------------------------------------------------------------------
 // GPU tests.
 // ---------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU (run with --include-ignored on the GPU host)"]
+fn current_device_is_the_one_bound_on_this_thread() {
+    let last = device_count().unwrap() - 1;
+    // A fresh thread has no context current until one is bound.
+    let (before, after) = std::thread::spawn(move || {
+        let before = Device::current().unwrap();
+        Device::new(last).unwrap().bind().unwrap();
+        (before.map(|d| d.ordinal()), Device::current().unwrap().map(|d| d.ordinal()))
+    })
+    .join()
+    .unwrap();
+    assert_eq!((before, after), (None, Some(last)));
+}
 
 #[test]
 #[ignore = "needs a CUDA GPU (run with --include-ignored on the GPU host)"]

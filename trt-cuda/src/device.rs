@@ -200,6 +200,22 @@ impl Device {
     pub fn bind(&self) -> Result<()> {
         self.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))
     }
+
+    /// The device whose context is current on the calling thread (what
+    /// TensorRT's builder and runtime use when given no device), or `None`
+    /// when no context is current there.
+    pub fn current() -> Result<Option<Device>> {
+        if !init_driver()? {
+            return Ok(None);
+        }
+        if no_panic("cuCtxGetCurrent", result::ctx::get_current)?.map_err(cuda_err("cuCtxGetCurrent"))?.is_none() {
+            return Ok(None);
+        }
+        let mut ordinal: sys::CUdevice = 0;
+        // SAFETY: `ordinal` is a valid out-pointer and a context is current on this thread.
+        no_panic("cuCtxGetDevice", || unsafe { sys::cuCtxGetDevice(&mut ordinal) }.result())?.map_err(cuda_err("cuCtxGetDevice"))?;
+        Device::new(usize::try_from(ordinal).unwrap_or(0)).map(Some)
+    }
 }
 
 /// 16 UUID bytes in `nvidia-smi`'s form (`GPU-` and 8-4-4-4-12 hex digits).

@@ -4,8 +4,9 @@
 //! bytes (and its external weight files), the [`BuildSettings`] (profiles,
 //! flags, workspace, level, targets, labels), the loaded TensorRT version, and
 //! the target: the compute capabilities given to TensorRT-RTX, else the GPU
-//! the plan is built on (the cache's [`EngineCache::with_device`], else CUDA's
-//! default device, the one TensorRT's builder uses when no context is bound)
+//! the plan is built on (the cache's [`EngineCache::with_device`], else the
+//! device current on the calling thread, which TensorRT's builder uses, else
+//! the CUDA runtime's default device)
 //! named by its UUID, PCI bus id and compute capability, with the CUDA version
 //! of the driver; else "no-gpu". Two different GPUs therefore never share a
 //! plan, even of the same model and name. Any change rebuilds.
@@ -55,15 +56,25 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The ordinal the CUDA runtime makes current on a thread that chose none
+/// (`cudaGetDevice` before any `cudaSetDevice`): CUDA's rule, not a choice of this cache.
+const CUDA_RUNTIME_DEFAULT_DEVICE: usize = 0;
+
 /// The build target that goes into the key.
 fn target(settings: &BuildSettings, device: Option<&crate::cuda::Device>) -> String {
     if !settings.compute_capabilities.is_empty() {
         return format!("sm{:?}", settings.compute_capabilities);
     }
-    // Without a device of its own the builder targets CUDA's default device (ordinal 0).
+    // Without a device of its own the builder targets the device current on
+    // this thread; where none is, the one the CUDA runtime then makes current
+    // (its default device, the first `CUDA_VISIBLE_DEVICES` leaves).
     let found = match device {
         Some(d) => Ok(d.clone()),
-        None => crate::cuda::Device::new(0).map_err(Error::from),
+        None => match crate::cuda::Device::current() {
+            Ok(Some(d)) => Ok(d),
+            Ok(None) => crate::cuda::Device::new(CUDA_RUNTIME_DEFAULT_DEVICE).map_err(Error::from),
+            Err(e) => Err(Error::from(e)),
+        },
     };
     match found.and_then(|d| device_identity(&d)) {
         Ok(identity) => identity,
