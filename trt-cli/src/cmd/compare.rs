@@ -14,8 +14,9 @@
 //! order: ONNX Runtime is the workspace's reference executor. A plan needs
 //! a GPU TensorRT can execute engines on; without one the command stops at
 //! once with the reason. `--layers` rebuilds with the plan's optimization
-//! profiles and the precision flags given here (`--fp16`, `--opt-level`,
-//! `--workspace`: a plan does not record them).
+//! profiles and the flags given here (`--fp16`, `--opt-level`, `--workspace`,
+//! and `--built-from` where the plan was built from another ONNX file than
+//! the reference, e.g. a quantized one: a plan does not record them).
 
 use std::path::{Path, PathBuf};
 
@@ -81,6 +82,10 @@ pub struct Args {
     /// --layers with a plan: the workspace it was built with, in MiB.
     #[arg(long, value_name = "MiB", requires = "layers", help_heading = "Rebuilding a plan for --layers")]
     pub workspace: Option<usize>,
+    /// --layers with a plan: the ONNX file it was built from, when that is not the reference
+    /// (e.g. the Q/DQ model of `trt quantize`) [default: the reference].
+    #[arg(long, value_name = "FILE.onnx", requires = "layers", help_heading = "Rebuilding a plan for --layers")]
+    pub built_from: Option<PathBuf>,
 }
 
 impl Args {
@@ -89,7 +94,7 @@ impl Args {
     }
 
     fn rebuild_flags(&self) -> bool {
-        self.fp16 || self.opt_level.is_some() || self.workspace.is_some()
+        self.fp16 || self.opt_level.is_some() || self.workspace.is_some() || self.built_from.is_some()
     }
 }
 
@@ -287,7 +292,9 @@ pub fn run(args: Args) -> Result<()> {
         }
     };
     if args.rebuild_flags() && checked_kind != Kind::Plan {
-        return Err(CliError::new("--fp16, --opt-level and --workspace describe how a plan was built; neither side is a plan"));
+        return Err(CliError::new(
+            "--fp16, --opt-level, --workspace and --built-from describe how a plan was built; neither side is a plan",
+        ));
     }
     let options = SessionOptions { intra_threads: args.threads, ..SessionOptions::default() };
     let mut reference = OnnxSide::open(reference_path, &options)?;
@@ -374,7 +381,8 @@ fn layers(args: &Args, gate: &Gate, reference: &OnnxSide, checked: &Checked, bat
         #[cfg(feature = "tensorrt")]
         Checked::Plan(plan) => {
             let rebuild = super::compare_plan::Rebuild { fp16: args.fp16, opt_level: args.opt_level, workspace_mib: args.workspace };
-            let (names, values, how) = plan.layer_values(&reference.path, &reference.model, &rebuild, batch)?;
+            let source = args.built_from.as_deref().unwrap_or(&reference.path);
+            let (names, values, how) = plan.layer_values(source, &reference.model, &rebuild, batch)?;
             (names, values, Some(how))
         }
     };
