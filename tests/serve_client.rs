@@ -12,10 +12,10 @@ mod common;
 #[path = "common/serve.rs"]
 mod serve;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use serve::{add_model, text_config, wait_bounded, Server};
+use serve::{add_model, run_client, text_config, Server};
 
 #[test]
 fn tritonclient_drives_trt_serve() {
@@ -47,20 +47,9 @@ fn tritonclient_drives_trt_serve() {
         Duration::from_secs(120),
     );
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/python/serve_client.py");
-    let mut client = Command::new(&python)
-        .arg(script)
-        .args(["--http", &server.http, "--grpc", &server.grpc, "--metrics", &server.metrics])
-        .arg("--repo")
-        .arg(root)
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python runs");
-    let status = wait_bounded(&mut client, Duration::from_secs(300)).unwrap_or_else(|| {
-        let _ = client.kill();
-        panic!("the tritonclient checks did not finish within 300 s")
-    });
-    assert!(status.success(), "tests/python/serve_client.py failed ({status}); its output above names the check");
+    let mut client = Command::new(&python);
+    client.arg(script).args(["--http", &server.http, "--grpc", &server.grpc, "--metrics", &server.metrics]).arg("--repo").arg(root);
+    run_client(client, "tests/python/serve_client.py", Duration::from_secs(300));
     let exit = server.terminate(Duration::from_secs(30));
     assert!(exit.success(), "trt serve exited with {exit} after SIGTERM");
 }

@@ -12,10 +12,10 @@ mod common;
 #[path = "common/serve.rs"]
 mod serve;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use serve::{add_model, text_config, wait_bounded, Server};
+use serve::{add_model, run_client, text_config, Server};
 
 #[test]
 fn openai_and_huggingface_hub_drive_the_embedding_routes() {
@@ -33,21 +33,14 @@ fn openai_and_huggingface_hub_drive_the_embedding_routes() {
 
     let server = Server::start(std::path::Path::new(env!("CARGO_BIN_EXE_trt")), root, &["--threads", "1"], Duration::from_secs(120));
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/python/embed_clients.py");
-    let mut client = Command::new(&python)
+    let mut client = Command::new(&python);
+    client
         .arg(script)
         .args(["--http", &server.http, "--metrics", &server.metrics])
         .arg("--repo")
         .arg(root)
-        .env("HF_HUB_DISABLE_TELEMETRY", "1")
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python runs");
-    let status = wait_bounded(&mut client, Duration::from_secs(300)).unwrap_or_else(|| {
-        let _ = client.kill();
-        panic!("the embedding-client checks did not finish within 300 s")
-    });
-    assert!(status.success(), "tests/python/embed_clients.py failed ({status}); its output above names the check");
+        .env("HF_HUB_DISABLE_TELEMETRY", "1");
+    run_client(client, "tests/python/embed_clients.py", Duration::from_secs(300));
     let exit = server.terminate(Duration::from_secs(30));
     assert!(exit.success(), "trt serve exited with {exit} after SIGTERM");
 }

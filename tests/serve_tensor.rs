@@ -14,6 +14,8 @@
 //! | `fp16` | the FP16 default model: INT32 inputs, FP16 outputs, completed from the model |
 //! | `mlp` | a small FP32 model with a fixed feature dimension (`.deps/models/test/external_weights.onnx`) |
 //! | `minilm` | a text model next to them |
+//! | `mlp_whole` | the same model with `max_batch_size: 0` (shapes are whole, no batch axis added) |
+//! | `plan_ids` | a `tensorrt_plan` tensor model that cannot run here: UNAVAILABLE with the reason |
 //! | `broken` | a config that declares TYPE_INT32 where the model takes INT64: fails to load, the others serve |
 //!
 //! Bounded: ready within 120 s, the client done within 300 s, exit within 30 s of SIGTERM.
@@ -23,10 +25,10 @@ mod common;
 mod serve;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use serve::{add_model, text_config, wait_bounded, Server};
+use serve::{add_model, run_client, text_config, Server};
 
 /// `ROOT/<name>/config.pbtxt`, `tokenizer.json` from `tokenizer_dir`, and
 /// version 1 holding symlinks to `files` (the first named `model.onnx`).
@@ -69,6 +71,10 @@ fn tritonclient_sends_int64_token_tensors_to_tensor_models() {
     let (mlp, weights) = (common::generated("models/test/external_weights.onnx"), common::generated("models/test/external_weights.bin"));
     let mlp_config = "platform: \"onnxruntime_onnx\"\nmax_batch_size: 8\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ 64 ] } ]\n";
     add_tensor_model(root, "mlp", mlp_config, &minilm, &[(&mlp, "model.onnx"), (&weights, "external_weights.bin")]);
+    let whole = "platform: \"onnxruntime_onnx\"\nmax_batch_size: 0\n";
+    add_tensor_model(root, "mlp_whole", whole, &minilm, &[(&mlp, "model.onnx"), (&weights, "external_weights.bin")]);
+    add_tensor_model(root, "plan_ids", "platform: \"tensorrt_plan\"\nmax_batch_size: 8\n", &int64, &[]);
+    std::fs::write(root.join("plan_ids/1/model.plan"), b"not a plan: TensorRT cannot execute here anyway").unwrap();
     add_model(root, "minilm", &text_config("onnxruntime_onnx", 8, &[("logits", "2")], ""), &minilm, ("model.onnx", None));
 
     let server = Server::start(
@@ -78,20 +84,9 @@ fn tritonclient_sends_int64_token_tensors_to_tensor_models() {
         Duration::from_secs(120),
     );
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/python/serve_tensor.py");
-    let mut client = Command::new(&python)
-        .arg(script)
-        .args(["--http", &server.http, "--grpc", &server.grpc, "--metrics", &server.metrics])
-        .arg("--repo")
-        .arg(root)
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python runs");
-    let status = wait_bounded(&mut client, Duration::from_secs(300)).unwrap_or_else(|| {
-        let _ = client.kill();
-        panic!("the tensor-model checks did not finish within 300 s")
-    });
-    assert!(status.success(), "tests/python/serve_tensor.py failed ({status}); its output above names the check");
+    let mut client = Command::new(&python);
+    client.arg(script).args(["--http", &server.http, "--grpc", &server.grpc, "--metrics", &server.metrics]).arg("--repo").arg(root);
+    run_client(client, "tests/python/serve_tensor.py", Duration::from_secs(300));
     let exit = server.terminate(Duration::from_secs(30));
     assert!(exit.success(), "trt serve exited with {exit} after SIGTERM");
 }

@@ -133,6 +133,19 @@ impl Drop for Server {
     }
 }
 
+/// Runs a client script (`cmd`: the venv's Python, the script and its
+/// arguments) with its output shown, and fails the test when it fails or is
+/// still running after `within` (then it is killed); `script` names it.
+#[allow(dead_code)]
+pub fn run_client(mut cmd: Command, script: &str, within: Duration) {
+    let mut client = cmd.stdout(Stdio::inherit()).stderr(Stdio::inherit()).spawn().expect("python runs");
+    let status = wait_bounded(&mut client, within).unwrap_or_else(|| {
+        let _ = client.kill();
+        panic!("{script} did not finish within {within:?}")
+    });
+    assert!(status.success(), "{script} failed ({status}); its output above names the check");
+}
+
 /// Waits for `child` at most `within`.
 pub fn wait_bounded(child: &mut Child, within: Duration) -> Option<ExitStatus> {
     let deadline = Instant::now() + within;

@@ -23,6 +23,7 @@ import tokenizers
 import tritonclient.grpc as tg
 import tritonclient.http as th
 from tritonclient.utils import InferenceServerException
+from triton_checks import expect, expect_error, ok
 
 p = argparse.ArgumentParser()
 p.add_argument("--http", required=True)
@@ -35,26 +36,6 @@ H = th.InferenceServerClient(args.http, connection_timeout=30, network_timeout=6
 G = tg.InferenceServerClient(args.grpc)
 TEXTS = ["hello world", "A somewhat longer sentence, to be classified by the server.", "third"]
 DEADLINE = time.monotonic() + 240  # the whole script, whatever happens
-
-
-def ok(name):
-    print("ok", name, flush=True)
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
-
-
-def expect_error(fn, status, contains, what):
-    """fn() must raise InferenceServerException with this status and message part."""
-    try:
-        fn()
-    except InferenceServerException as e:
-        expect(str(e.status()) == str(status), f"{what}: status {e.status()!r}, wanted {status!r} ({e.message()})")
-        expect(contains in e.message(), f"{what}: message {e.message()!r} lacks {contains!r}")
-        return
-    raise AssertionError(f"{what}: no error")
 
 
 # --- Reference outputs: the same ONNX model through Python onnxruntime.

@@ -10,6 +10,7 @@ raises and the script exits non-zero. Every loop is bounded in count and time.
 import argparse
 import concurrent.futures as cf
 import os
+import urllib.error
 import urllib.request
 
 import numpy as np
@@ -17,7 +18,7 @@ import onnxruntime as ort
 import tokenizers
 import tritonclient.grpc as tg
 import tritonclient.http as th
-from tritonclient.utils import InferenceServerException
+from triton_checks import expect, expect_error, ok
 
 p = argparse.ArgumentParser()
 p.add_argument("--http", required=True)
@@ -30,26 +31,6 @@ H = th.InferenceServerClient(args.http, connection_timeout=30, network_timeout=6
 G = tg.InferenceServerClient(args.grpc)
 TEXTS = ["hello world", "A somewhat longer sentence, tokenized by the client itself.", "third"]
 NAMES = ["input_ids", "attention_mask", "token_type_ids"]
-
-
-def ok(name):
-    print("ok", name, flush=True)
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
-
-
-def expect_error(fn, status, contains, what):
-    """fn() must raise InferenceServerException with this status and message part."""
-    try:
-        fn()
-    except InferenceServerException as e:
-        expect(str(e.status()) == str(status), f"{what}: status {e.status()!r}, wanted {status!r} ({e.message()})")
-        expect(contains in e.message(), f"{what}: message {e.message()!r} lacks {contains!r}")
-        return
-    raise AssertionError(f"{what}: no error")
 
 
 # --- The client's own tokenizer and the reference: Python onnxruntime on the same ids.
@@ -119,10 +100,14 @@ expect("input 'input_ids': the config declares TYPE_INT32, the model takes TYPE_
 expect(not H.is_model_ready("broken") and not G.is_model_ready("broken"), "broken not ready")
 gindex = {(m.name, m.version): m for m in G.get_model_repository_index().models}
 expect(gindex[("broken", "1")].state == "UNAVAILABLE" and "TYPE_INT32" in gindex[("broken", "1")].reason, gindex[("broken", "1")])
-for m in ["bert_ids", "bert_auto", "fp16", "mlp", "minilm"]:
+plan = index[("plan_ids", "1")]
+# Why: no CUDA driver here, or (a server built without the tensorrt feature) no TensorRT at all.
+expect(plan["state"] == "UNAVAILABLE" and ("CUDA" in plan["reason"] or "without TensorRT" in plan["reason"]), f"plan_ids {plan}")
+for m in ["bert_ids", "bert_auto", "fp16", "mlp", "mlp_whole", "minilm"]:
     expect(H.is_model_ready(m) and G.is_model_ready(m), f"{m} ready")
     expect(index[(m, "1")]["state"] == "READY", index[(m, "1")])
 expect_error(lambda: H.infer("broken", http_inputs(ids(TEXTS[:1]))), 503, "TYPE_INT32", "infer on the model that failed to load")
+ok("a tensorrt_plan tensor model that cannot run here: " + plan["reason"])
 ok("a model that fails to load is UNAVAILABLE with its reason (index, model ready: HTTP and gRPC); the server and the others stay ready")
 
 # --- Metadata and config: declared, and completed from the model where the config lists none.
@@ -177,10 +162,16 @@ close(r.as_numpy("y"), ref_y, "mlp HTTP JSON FP32", atol=1e-5)
 gx = tg.InferInput("x", [5, 64], "FP32")
 gx.set_data_from_numpy(x)
 close(G.infer("mlp", [gx]).as_numpy("y"), ref_y, "mlp gRPC FP32", atol=1e-5)
+# max_batch_size 0: the config's dims are the whole shape, [-1, 64] read from the model.
+mw = H.get_model_metadata("mlp_whole")
+expect(mw["inputs"] == [{"name": "x", "datatype": "FP32", "shape": [-1, 64]}], mw)
+gx = tg.InferInput("x", [5, 64], "FP32")
+gx.set_data_from_numpy(x)
+close(G.infer("mlp_whole", [gx]).as_numpy("y"), ref_y, "mlp_whole gRPC FP32", atol=1e-5)
 r = H.infer("bert_ids", http_inputs(feeds), outputs=[th.InferRequestedOutput("logits", class_count=1)])
 best = [int(row[0].decode().split(":")[1]) for row in r.as_numpy("logits")]
 expect(best == list(np.argmax(ref["logits"], axis=1)), f"classification {best}")
-ok(f"INT32 inputs with FP16 outputs (max difference {e16:.1e}), FP32 in and out, classification of a tensor output")
+ok(f"INT32 inputs with FP16 outputs (max difference {e16:.1e}), FP32 in and out (max_batch_size 8 and 0), classification of a tensor output")
 
 # --- Dynamic batching: concurrent requests of one shape share batches; ragged ones batch apart.
 mv = '{model="bert_ids",version="1"}'
@@ -232,7 +223,15 @@ expect_error(lambda: H.infer("bert_ids", http_inputs(one), outputs=[th.InferRequ
 t = th.InferInput("text", [1, 1], "BYTES")
 t.set_data_from_numpy(np.array([["hello"]], dtype=object))
 expect_error(lambda: H.infer("bert_ids", [t]), 400, "unknown input 'text'", "text sent to a tensor model")
-ok("bad dtypes, ranks, row counts, fixed dimensions and missing inputs: 400 / INVALID_ARGUMENT naming the input")
+# The routes that tokenize (TEI here) refuse a tensor model by name.
+req = urllib.request.Request(f"http://{args.http}/models/bert_ids/embed", data=b'{"inputs": "hello"}', headers={"Content-Type": "application/json"})
+try:
+    urllib.request.urlopen(req, timeout=30)
+    raise AssertionError("TEI /embed on a tensor model answered")
+except urllib.error.HTTPError as e:
+    body = e.read().decode()
+    expect(e.code == 422 and "is a tensor model" in body, f"TEI on a tensor model: {e.code} {body}")
+ok("bad dtypes, ranks, row counts, fixed dimensions and missing inputs: 400 / INVALID_ARGUMENT naming the input; TEI refuses a tensor model")
 
 # --- The server keeps serving, the text model next to the tensor models included.
 r = G.infer("bert_ids", grpc_inputs(feeds))

@@ -45,7 +45,14 @@ impl<'a> From<&'a Input> for Item<'a> {
 }
 
 /// The version serving `model`, or the repository's single model when `None`.
+/// A tensor model is refused by name: these routes tokenize.
 pub fn resolve(service: &Service, model: Option<&str>) -> ServeResult<Arc<ServedVersion>> {
+    let served = resolve_any(service, model)?;
+    served.text()?;
+    Ok(served)
+}
+
+fn resolve_any(service: &Service, model: Option<&str>) -> ServeResult<Arc<ServedVersion>> {
     if let Some(name) = model {
         return service.repository.resolve(name, None);
     }

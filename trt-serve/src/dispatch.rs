@@ -94,6 +94,15 @@ impl Policy {
     }
 }
 
+/// Requests that may wait for a version of `config`: the queue policy's
+/// `max_queue_size` where set (0: unset), never more than the server's `--max-queue`.
+pub(crate) fn max_queue(config: &ModelConfig, limits: &Limits) -> usize {
+    match config.dynamic_batching.as_ref().map(|d| d.default_queue_policy.max_queue_size) {
+        Some(n) if n > 0 => n.min(limits.max_queue),
+        _ => limits.max_queue,
+    }
+}
+
 /// A job for a direct-path thread.
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -200,10 +209,7 @@ impl Dispatcher {
     /// `label` names the version in messages (`model 'm' version 1`).
     pub fn new(model: Arc<ConfiguredModel>, config: &ModelConfig, limits: &Limits, label: String) -> ServeResult<Self> {
         let db = config.dynamic_batching.as_ref();
-        let max_queue = match db.map(|d| d.default_queue_policy.max_queue_size) {
-            Some(n) if n > 0 => n.min(limits.max_queue),
-            _ => limits.max_queue,
-        };
+        let max_queue = max_queue(config, limits);
         let path = match db {
             None => Path::Direct {
                 slots: Arc::new(Semaphore::new(model.instances())),

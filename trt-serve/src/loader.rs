@@ -73,12 +73,7 @@ impl VersionLoader for NlpLoader {
             #[cfg(feature = "tensorrt")]
             Platform::TensorRtPlan => TensorRuntime::TensorRt,
             #[cfg(not(feature = "tensorrt"))]
-            Platform::TensorRtPlan => {
-                return Err(ServeError::Unavailable(format!(
-                    "model '{}' is a TensorRT plan and this server was built without TensorRT (the tensorrt feature)",
-                    config.name
-                )))
-            }
+            Platform::TensorRtPlan => return Err(without_tensorrt(config)),
             Platform::OnnxRuntimeOnnx => TensorRuntime::OnnxRuntime,
         };
         let mut options = self.options_for(config);
@@ -119,12 +114,7 @@ impl VersionLoader for NlpLoader {
             #[cfg(feature = "tensorrt")]
             Platform::TensorRtPlan => BackendChoice::TensorRt,
             #[cfg(not(feature = "tensorrt"))]
-            Platform::TensorRtPlan => {
-                return Err(ServeError::Unavailable(format!(
-                    "model '{}' is a TensorRT plan and this server was built without TensorRT (the tensorrt feature)",
-                    config.name
-                )))
-            }
+            Platform::TensorRtPlan => return Err(without_tensorrt(config)),
             Platform::OnnxRuntimeOnnx => BackendChoice::OnnxRuntime,
         };
         let open = |options: &BackendOptions, on: &str| {
@@ -162,4 +152,13 @@ impl VersionLoader for NlpLoader {
         let pipeline = self.tokenizer.pipeline(&folder.tokenizer, &*backend).map_err(|e| ServeError::invalid(e.to_string()))?;
         Ok(TextModel::new(backend, pipeline, Head::of(&folder)))
     }
+}
+
+/// Why a `tensorrt_plan` model cannot load in a build without the `tensorrt` feature.
+#[cfg(not(feature = "tensorrt"))]
+fn without_tensorrt(config: &ModelConfig) -> ServeError {
+    ServeError::Unavailable(format!(
+        "model '{}' is a TensorRT plan and this server was built without TensorRT (the tensorrt feature)",
+        config.name
+    ))
 }

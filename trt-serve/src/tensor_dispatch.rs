@@ -31,7 +31,7 @@ use tokio::sync::oneshot;
 use trt_nlp::tensor::Tensor;
 
 use crate::config::ModelConfig;
-use crate::dispatch::Policy;
+use crate::dispatch::{max_queue, Policy};
 use crate::error::{ServeError, ServeResult};
 use crate::limits::Limits;
 use crate::tensor_model::TensorModel;
@@ -111,10 +111,7 @@ impl TensorDispatcher {
     /// names the version in messages (`model 'm' version 1`).
     pub fn new(model: Arc<TensorModel>, config: &ModelConfig, limits: &Limits, label: String) -> ServeResult<Self> {
         let db = config.dynamic_batching.as_ref();
-        let max_queue = match db.map(|d| d.default_queue_policy.max_queue_size) {
-            Some(n) if n > 0 => n.min(limits.max_queue),
-            _ => limits.max_queue,
-        };
+        let max_queue = max_queue(config, limits);
         let cut = Cut {
             merge: db.is_some() && model.max_batch() > 0,
             max_rows: model.max_batch().max(1),

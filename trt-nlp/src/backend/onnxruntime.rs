@@ -65,6 +65,23 @@ impl Default for OrtBackendOptions {
     }
 }
 
+impl OrtBackendOptions {
+    /// The settings of each session: these threads, provider, optimization
+    /// level and CUDA memory limit, one inter-op thread (the pool runs
+    /// batches side by side instead).
+    pub fn session_options(&self) -> SessionOptions {
+        let mut options = SessionOptions {
+            intra_threads: self.intra_threads,
+            inter_threads: 1,
+            optimization: self.optimization,
+            provider: self.provider,
+            ..SessionOptions::default()
+        };
+        options.cuda.memory_limit = self.cuda_memory_limit;
+        options
+    }
+}
+
 enum HostTokens {
     I32(Vec<i32>),
     I64(Vec<i64>),
@@ -104,15 +121,7 @@ impl OrtBackend {
     /// Sessions over the ONNX model at `path`.
     pub fn new(path: impl AsRef<Path>, options: &OrtBackendOptions) -> Result<Self> {
         let path = path.as_ref();
-        let session_options = SessionOptions {
-            intra_threads: options.intra_threads,
-            inter_threads: 1,
-            optimization: options.optimization,
-            provider: options.provider,
-            ..SessionOptions::default()
-        };
-        let mut session_options = session_options;
-        session_options.cuda.memory_limit = options.cuda_memory_limit;
+        let session_options = options.session_options();
         let first = Session::from_file(path, &session_options)?;
         let layout = layout_of(&first, options, path)?;
         let provider = first.provider().to_owned();

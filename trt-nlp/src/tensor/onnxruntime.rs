@@ -61,17 +61,12 @@ fn specs(infos: &[TensorInfo], path: &Path) -> Result<Vec<TensorSpec>> {
 
 impl OrtTensorBackend {
     /// `options.sessions` sessions over the ONNX model at `path`, with
-    /// `options`' threads, provider and optimization level (its `max_batch`
-    /// and `max_seq` are the text path's and not used here).
+    /// `options`' session settings ([`OrtBackendOptions::session_options`];
+    /// its `max_batch`, `max_seq` and CUDA graphs are the text path's and not
+    /// used here).
     pub fn new(path: impl AsRef<Path>, options: &OrtBackendOptions) -> Result<Self> {
         let path = path.as_ref();
-        let session_options = SessionOptions {
-            intra_threads: options.intra_threads,
-            inter_threads: 1,
-            optimization: options.optimization,
-            provider: options.provider,
-            ..SessionOptions::default()
-        };
+        let session_options = options.session_options();
         let first = Session::from_file(path, &session_options)?;
         let inputs = specs(first.inputs(), path)?;
         let outputs = specs(first.outputs(), path)?;
