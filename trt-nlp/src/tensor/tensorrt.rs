@@ -215,3 +215,37 @@ impl TensorBackend for TensorRtTensorBackend {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[ignore = "needs a GPU that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x; CI has none, the H200 is 9.0)"]
+    fn int64_token_tensors_run_on_a_plan_and_come_back_in_the_plan_s_types() {
+        // The int64 variant of the default model (`scripts/setup`), or $TRT_DEPS_DIR's.
+        let deps = std::env::var_os("TRT_DEPS_DIR")
+            .map_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps").into(), std::path::PathBuf::from);
+        let onnx = deps.join("models/minilm-int64/model.onnx");
+        let builder = trt::Builder::new().unwrap();
+        let network = trt::OnnxParser::parse_file(&builder, &onnx).unwrap();
+        let mut config = builder.config().unwrap();
+        let names = ["input_ids", "attention_mask", "token_type_ids"];
+        config.add_profile(trt::ProfileSpec::new().with_all(&names, trt::ShapeRange::new(&[1, 1], &[4, 16], &[8, 128]))).unwrap();
+        let plan = builder.build(&network, &config).unwrap();
+        let device = Device::new(0).unwrap();
+        let engine = Runtime::new().unwrap().deserialize_on(plan.as_bytes(), &device).unwrap();
+        let backend = TensorRtTensorBackend::new(&engine, &device, 1).unwrap();
+        assert_eq!(backend.max_batch(), Some(8));
+        let ids = Tensor::new("input_ids", vec![2, 4], TensorData::I64(vec![101, 7592, 2088, 102, 101, 2088, 102, 0])).unwrap();
+        let mask = Tensor::new("attention_mask", vec![2, 4], TensorData::I64(vec![1, 1, 1, 1, 1, 1, 1, 0])).unwrap();
+        let types = Tensor::new("token_type_ids", vec![2, 4], TensorData::I64(vec![0; 8])).unwrap();
+        let inputs = [("input_ids", &ids), ("attention_mask", &mask), ("token_type_ids", &types)];
+        let out = backend.run(&inputs, &["logits", "last_hidden_state"]).unwrap();
+        assert_eq!((out[0].shape(), out[1].shape()), (&[2usize, 2][..], &[2usize, 4, 384][..]));
+        assert_eq!(out[0].element(), ElementType::F32);
+        let wrong = Tensor::new("input_ids", vec![2, 4], TensorData::I32(vec![0; 8])).unwrap();
+        let err = backend.run(&[("input_ids", &wrong), inputs[1], inputs[2]], &["logits"]).unwrap_err().to_string();
+        assert!(err.contains("'input_ids'"), "{err}");
+    }
+}
