@@ -74,6 +74,13 @@ impl Server {
         Self::spawn_command(cmd, ready_within, Stdio::inherit())
     }
 
+    /// `cmd` (`trt serve` with the model source and any environment) on 127.0.0.1 with
+    /// ephemeral ports, its stderr written to `log`.
+    #[allow(dead_code)]
+    pub fn start_command_logging_to(cmd: Command, ready_within: Duration, log: &Path) -> Server {
+        Self::spawn_command(cmd, ready_within, std::fs::File::create(log).unwrap().into())
+    }
+
     fn spawn(binary: &Path, repo: &Path, extra: &[&str], ready_within: Duration, stderr: Stdio) -> Server {
         let mut cmd = Command::new(binary);
         cmd.args(["serve", "--model-repository"]).arg(repo).args(extra);

@@ -31,6 +31,7 @@ mod error;
 #[cfg(feature = "tensorrt")]
 mod gpu;
 mod locate;
+mod logging;
 mod output;
 #[cfg(feature = "tensorrt")]
 mod progress;
@@ -45,9 +46,14 @@ use clap::{ArgAction, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "trt", version, propagate_version = true)]
 struct Cli {
-    /// Show TensorRT's log on stderr: -v warnings, -vv information, -vvv everything.
+    /// More log on stderr: -v warnings, -vv information, -vvv everything, TensorRT's
+    /// included (`trt serve` logs information by default; RUST_LOG, when set, filters instead).
     #[arg(short, long, action = ArgAction::Count, global = true)]
     verbose: u8,
+
+    /// Log lines as text or as JSON objects (one per line).
+    #[arg(long, value_enum, default_value_t = logging::LogFormat::Text, global = true)]
+    log_format: logging::LogFormat,
 
     #[command(subcommand)]
     command: Command,
@@ -86,30 +92,13 @@ enum Command {
     Serve(Box<cmd::serve::Args>),
 }
 
-/// TensorRT's messages on stderr, for `-v`.
+/// How much of TensorRT's log TensorRT produces (it reaches the log through
+/// the `trt` target; [`logging`] decides what is shown).
 #[cfg(feature = "tensorrt")]
-struct StderrLogger;
-
-#[cfg(feature = "tensorrt")]
-impl trt::logger::Logger for StderrLogger {
-    fn log(&self, severity: trt::logger::Severity, message: &str) {
-        use trt::logger::Severity as S;
-        let level = match severity {
-            S::InternalError => "internal error",
-            S::Error => "error",
-            S::Warning => "warning",
-            S::Info => "info",
-            S::Verbose => "verbose",
-        };
-        eprintln!("[TensorRT {level}] {message}");
-    }
-}
-
-#[cfg(feature = "tensorrt")]
-fn set_up_logging(verbose: u8) {
+fn set_tensorrt_threshold(verbose: u8) {
     use trt::logger::Severity as S;
     // Errors still reach the typed errors (captured per call); the threshold only
-    // decides what is shown.
+    // decides what is logged.
     let threshold = match verbose {
         0 => S::Error,
         1 => S::Warning,
@@ -117,15 +106,17 @@ fn set_up_logging(verbose: u8) {
         _ => S::Verbose,
     };
     trt::logger::set_log_threshold(threshold);
-    if verbose > 0 {
-        trt::logger::set_logger(Box::new(StderrLogger));
-    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let serve = matches!(cli.command, Command::Serve(_));
+    if let Err(e) = logging::init(cli.log_format, logging::default_level(serve, cli.verbose)) {
+        eprintln!("error: {}", e.one_line());
+        return ExitCode::from(e.code());
+    }
     #[cfg(feature = "tensorrt")]
-    set_up_logging(cli.verbose);
+    set_tensorrt_threshold(cli.verbose);
     let result = match cli.command {
         #[cfg(feature = "tensorrt")]
         Command::Build(a) => cmd::build::run(a),
@@ -142,7 +133,7 @@ fn main() -> ExitCode {
         Command::Convert(a) => cmd::convert::run(a),
         Command::Quantize(a) => cmd::quantize::run(a),
         Command::Compare(a) => cmd::compare::run(a),
-        Command::Serve(a) => cmd::serve::run(*a, cli.verbose),
+        Command::Serve(a) => cmd::serve::run(*a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

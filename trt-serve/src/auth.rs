@@ -165,7 +165,7 @@ pub async fn http(State(access): State<Arc<Access>>, request: Request, next: Nex
     match access.check(group, header) {
         Ok(()) => next.run(request).await,
         Err(why) => {
-            log::warn!("401 {} {}: {why}", request.method(), request.uri().path());
+            tracing::warn!("401 {} {}: {why}", request.method(), request.uri().path());
             let mut r = refusal(group, why).into_response();
             r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             r
@@ -216,7 +216,7 @@ where
         match self.access.check(group, grpc_authorization(request.headers())) {
             Ok(()) => Box::pin(self.inner.call(request)),
             Err(why) => {
-                log::warn!("UNAUTHENTICATED {}: {why}", request.uri().path());
+                tracing::warn!("UNAUTHENTICATED {}: {why}", request.uri().path());
                 let status: tonic::Status = refusal(group, why).into();
                 Box::pin(std::future::ready(Ok(status.into_http())))
             }

@@ -290,7 +290,7 @@ async fn accept(
             // Out of descriptors (EMFILE) or a connection reset before it was
             // accepted: wait a little rather than spin.
             Err(e) => {
-                log::warn!("accept on {:?} failed: {e}", listener.local_addr().ok());
+                tracing::warn!("accept on {:?} failed: {e}", listener.local_addr().ok());
                 drop(slot);
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -302,7 +302,7 @@ async fn accept(
 async fn drained(cap: &Semaphore, max: usize, drain: Duration, what: &str) {
     let all = u32::try_from(max).unwrap_or(u32::MAX);
     if tokio::time::timeout(drain, cap.acquire_many(all)).await.is_err() {
-        log::warn!("{what}: {} connections still open after {drain:?}; closing them", max - cap.available_permits());
+        tracing::warn!("{what}: {} connections still open after {drain:?}; closing them", max - cap.available_permits());
     }
 }
 
@@ -398,11 +398,11 @@ async fn handshake(acceptor: &tokio_rustls::TlsAcceptor, io: Conn, within: Durat
     match tokio::time::timeout(within, acceptor.accept(io)).await {
         Ok(Ok(stream)) => Some(stream),
         Ok(Err(e)) => {
-            log::debug!("TLS handshake failed: {e}");
+            tracing::debug!("TLS handshake failed: {e}");
             None
         }
         Err(_) => {
-            log::debug!("TLS handshake not done within {within:?}");
+            tracing::debug!("TLS handshake not done within {within:?}");
             None
         }
     }

@@ -71,7 +71,7 @@ fn nvml() -> Option<&'static Nvml> {
     NVML.get_or_init(|| match open() {
         Ok(n) => Some(n),
         Err(why) => {
-            log::info!("no GPU metrics: {why}");
+            tracing::info!("no GPU metrics: {why}");
             None
         }
     })

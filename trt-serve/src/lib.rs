@@ -27,6 +27,7 @@
 //! | | [`auth`] | API keys (`Authorization: Bearer`) around every HTTP route and gRPC method |
 //! | | [`tls`], [`cors`] | TLS (rustls) for HTTP and gRPC, mTLS; CORS for browsers |
 //! | | [`connections`] | connection caps, header / idle / body timeouts, gRPC streams and keepalive |
+//! | | [`request_span`] | one `tracing` span per HTTP and gRPC request, with its `x-request-id` |
 //!
 //! Dependencies point down the table; the backends (TensorRT, ONNX Runtime)
 //! are reached only through trt-nlp's `Backend` trait.
@@ -51,6 +52,7 @@ pub mod model_control;
 pub mod openai;
 pub mod placement;
 pub mod repository;
+pub mod request_span;
 pub mod server;
 pub mod service;
 pub mod single_model;

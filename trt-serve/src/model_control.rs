@@ -89,7 +89,7 @@ impl ModelControl {
                 for name in names {
                     match repository.load(name).await {
                         Err(e @ ServeError::NotFound(_)) => return Err(ServeError::NotFound(format!("--load-model {name}: {e}"))),
-                        Err(e) => log::error!("{e}"),
+                        Err(e) => tracing::error!("{e}"),
                         Ok(()) => {}
                     }
                 }
@@ -137,16 +137,16 @@ async fn poll_once(repository: &Repository, seen: BTreeMap<String, Fingerprint>)
     let now = fingerprints(repository);
     for (name, fp) in &now {
         if seen.get(name) != Some(fp) {
-            log::info!("model '{name}': changed on disk; loading");
+            tracing::info!("model '{name}': changed on disk; loading");
             if let Err(e) = repository.load(name).await {
-                log::error!("{e}");
+                tracing::error!("{e}");
             }
         }
     }
     for name in seen.keys().filter(|n| !now.contains_key(*n)) {
-        log::info!("model '{name}': gone from the repository; unloading");
+        tracing::info!("model '{name}': gone from the repository; unloading");
         if let Err(e) = repository.unload(name).await {
-            log::error!("{e}");
+            tracing::error!("{e}");
         }
     }
     now

@@ -235,7 +235,7 @@ impl Repository {
     pub async fn load_all(&self) {
         for name in self.model_names_on_disk() {
             if let Err(e) = self.load(&name).await {
-                log::error!("{e}");
+                tracing::error!("{e}");
             }
         }
     }
@@ -253,7 +253,7 @@ impl Repository {
             Err(e) => return Err(self.fail_model(name, e.to_string())),
         };
         for w in &config.warnings {
-            log::warn!("model '{name}': {w}");
+            tracing::warn!("model '{name}': {w}");
         }
         let previous = self.models.read().expect("repository lock").get(name).cloned().unwrap_or_default();
         let same_config = previous.config_text == text;
@@ -271,11 +271,11 @@ impl Repository {
             }
             let state = match self.open_version(name, v, &config, &dir).await {
                 Ok(served) => {
-                    log::info!("model '{name}' version {v}: ready ({})", served.backend_name());
+                    tracing::info!("model '{name}' version {v}: ready ({})", served.backend_name());
                     VersionState::Ready(Arc::new(served))
                 }
                 Err(e) => {
-                    log::error!("model '{name}' version {v}: {e}");
+                    tracing::error!("model '{name}' version {v}: {e}");
                     VersionState::Unavailable(e.to_string())
                 }
             };
@@ -322,7 +322,7 @@ impl Repository {
         };
         let retired = old.into_values().filter_map(|s| if let VersionState::Ready(v) = s { Some(v) } else { None }).collect();
         self.drain(retired).await;
-        log::info!("model '{name}': unloaded");
+        tracing::info!("model '{name}': unloaded");
         Ok(())
     }
 
@@ -334,7 +334,7 @@ impl Repository {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
             if Arc::strong_count(&v) > 1 {
-                log::warn!(
+                tracing::warn!(
                     "model '{}' version {}: {} requests still in flight after {:?}; it is released when they finish",
                     v.name,
                     v.version,
@@ -346,7 +346,7 @@ impl Repository {
     }
 
     fn fail_model(&self, name: &str, reason: String) -> ServeError {
-        log::error!("model '{name}': {reason}");
+        tracing::error!("model '{name}': {reason}");
         let mut models = self.models.write().expect("repository lock");
         let entry = models.entry(name.to_string()).or_default();
         // What was served keeps serving; the index shows why the reload failed.

@@ -90,13 +90,15 @@ impl Listeners {
         let access = Arc::new(access.clone());
         let cors = crate::cors::layer(cors);
         // The checks wrap the whole router and the whole gRPC service, so every
-        // route is covered; CORS outside them (a preflight carries no key).
+        // route is covered; CORS outside them (a preflight carries no key); the
+        // request's span outermost, so refusals are logged inside it too.
         let guard = |router: axum::Router| {
             let router = router.layer(axum::middleware::from_fn_with_state(access.clone(), crate::auth::http));
-            match &cors {
+            let router = match &cors {
                 Some(c) => router.layer(c.clone()),
                 None => router,
-            }
+            };
+            router.layer(crate::request_span::RequestSpanLayer)
         };
         let http = crate::connections::serve_http(
             self.http,
@@ -118,6 +120,7 @@ impl Listeners {
         );
         let mut grpc_stopped = rx.clone();
         let grpc = crate::connections::grpc_builder(transport)
+            .layer(crate::request_span::RequestSpanLayer)
             .layer(crate::auth::GrpcAuthLayer(access.clone()))
             .add_service(crate::grpc::server(service.clone()))
             .serve_with_incoming_shutdown(
@@ -128,7 +131,7 @@ impl Listeners {
             );
         let trigger = async move {
             shutdown.await;
-            log::info!("shutting down: no new connections; requests in flight finish");
+            tracing::info!("shutting down: no new connections; requests in flight finish");
             let _ = tx.send(true);
         };
         let (_, _, g, _) = tokio::join!(trigger, http, grpc, metrics);

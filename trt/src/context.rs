@@ -249,7 +249,7 @@ impl Drop for Enqueued<'_> {
         if let Some(stream) = self.stream.take() {
             // Errors cannot be returned from drop; they surface on the stream's next use.
             if let Err(e) = stream.synchronize() {
-                log::error!(target: "trt", "stream synchronize after enqueue failed: {e}");
+                tracing::error!(target: "trt", "stream synchronize after enqueue failed: {e}");
             }
         }
     }
@@ -649,7 +649,7 @@ impl Drop for ExecutionContext {
     fn drop(&mut self) {
         // TensorRT must not destroy a context while its work runs.
         if let Err(e) = self.work.wait() {
-            log::error!(target: "trt", "waiting for an execution context's work failed ({e}); leaking the context");
+            tracing::error!(target: "trt", "waiting for an execution context's work failed ({e}); leaking the context");
             std::mem::forget(std::mem::replace(&mut self.raw, cxx::UniquePtr::null()));
             std::mem::forget(std::mem::take(&mut self.allocators));
             std::mem::forget(self.profiler.take());
@@ -659,7 +659,7 @@ impl Drop for ExecutionContext {
         let device = self.engine.device().or(self.work.device()).cloned();
         if let Some(device) = device {
             if let Err(e) = device.bind() {
-                log::error!(target: "trt", "binding GPU {} to destroy a context failed: {e}", device.ordinal());
+                tracing::error!(target: "trt", "binding GPU {} to destroy a context failed: {e}", device.ordinal());
             }
         }
     }

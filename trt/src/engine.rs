@@ -203,7 +203,7 @@ impl Drop for EngineInner {
         // TensorRT frees the engine's device memory on the thread's current device.
         if let Some(device) = &self.device {
             if let Err(e) = device.bind() {
-                log::error!(target: "trt", "binding GPU {} to destroy an engine failed: {e}", device.ordinal());
+                tracing::error!(target: "trt", "binding GPU {} to destroy an engine failed: {e}", device.ordinal());
             }
         }
     }

@@ -191,7 +191,7 @@ fn read_verified(plan_path: &Path, meta_path: &Path) -> Option<SerializedEngine>
     // The size first: a plan file that cannot match is never read into memory.
     let on_disk = std::fs::metadata(plan_path).ok()?.len();
     if on_disk != meta.plan_bytes {
-        log::warn!(target: "trt", "engine cache: {} is damaged; rebuilding", plan_path.display());
+        tracing::warn!(target: "trt", "engine cache: {} is damaged; rebuilding", plan_path.display());
         return None;
     }
     let bytes = std::fs::read(plan_path).ok()?;
@@ -201,7 +201,7 @@ fn read_verified(plan_path: &Path, meta_path: &Path) -> Option<SerializedEngine>
 /// `bytes`, only if they are the plan `meta` describes.
 fn verified(meta: &Meta, bytes: Vec<u8>, plan_path: &Path) -> Option<SerializedEngine> {
     if bytes.len() as u64 != meta.plan_bytes || hex(&Sha256::digest(&bytes)) != meta.plan_sha256 {
-        log::warn!(target: "trt", "engine cache: {} is damaged; rebuilding", plan_path.display());
+        tracing::warn!(target: "trt", "engine cache: {} is damaged; rebuilding", plan_path.display());
         return None;
     }
     Some(SerializedEngine::from_bytes(bytes))

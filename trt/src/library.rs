@@ -245,7 +245,7 @@ impl Library {
             None => None,
         };
         let refitter_factory = symbol(lib, &path, "createInferRefitter_INTERNAL").ok();
-        log::info!(target: "trt", "loaded {version} from {}", path.display());
+        tracing::info!(target: "trt", "loaded {version} from {}", path.display());
         Ok(Library { kind, path, version, builder_factory, runtime_factory, parser, refitter_factory })
     }
 

@@ -1,4 +1,4 @@
-//! TensorRT's log, routed to the `log` crate (or a logger of your own), and the
+//! TensorRT's log, routed to `tracing` (or a logger of your own), and the
 //! per-call capture of errors that makes error values self-explanatory.
 //!
 //! TensorRT keeps one logger per process, so this is process-wide: the shim owns
@@ -39,13 +39,13 @@ impl Severity {
         }
     }
 
-    /// The `log` crate level this severity maps to.
-    pub fn log_level(self) -> log::Level {
+    /// The `tracing` level this severity maps to.
+    pub fn log_level(self) -> tracing::Level {
         match self {
-            Severity::InternalError | Severity::Error => log::Level::Error,
-            Severity::Warning => log::Level::Warn,
-            Severity::Info => log::Level::Info,
-            Severity::Verbose => log::Level::Debug,
+            Severity::InternalError | Severity::Error => tracing::Level::ERROR,
+            Severity::Warning => tracing::Level::WARN,
+            Severity::Info => tracing::Level::INFO,
+            Severity::Verbose => tracing::Level::DEBUG,
         }
     }
 }
@@ -56,18 +56,26 @@ pub trait Logger: Send + Sync {
     fn log(&self, severity: Severity, message: &str);
 }
 
-/// The default logger: messages go to the `log` crate under target `trt`.
-struct LogCrateLogger;
+/// The default logger: messages become `tracing` events under target `trt`
+/// (and `log` records where no `tracing` subscriber is installed: tracing's
+/// `log` feature).
+struct TracingLogger;
 
-impl Logger for LogCrateLogger {
+impl Logger for TracingLogger {
     fn log(&self, severity: Severity, message: &str) {
-        log::log!(target: "trt", severity.log_level(), "{message}");
+        // tracing's macros take the level as a constant: one arm per level.
+        match severity.log_level() {
+            tracing::Level::ERROR => tracing::error!(target: "trt", "{message}"),
+            tracing::Level::WARN => tracing::warn!(target: "trt", "{message}"),
+            tracing::Level::INFO => tracing::info!(target: "trt", "{message}"),
+            _ => tracing::debug!(target: "trt", "{message}"),
+        }
     }
 }
 
 static LOGGER: RwLock<Option<Box<dyn Logger>>> = RwLock::new(None);
 
-/// Replace the default logger (which forwards to the `log` crate).
+/// Replace the default logger (which forwards to `tracing`).
 pub fn set_logger(logger: Box<dyn Logger>) {
     *LOGGER.write().unwrap_or_else(|e| e.into_inner()) = Some(logger);
 }
@@ -100,7 +108,7 @@ fn on_log(raw: i32, message: &str) {
     let guard = LOGGER.read().unwrap_or_else(|e| e.into_inner());
     match guard.as_ref() {
         Some(logger) => logger.log(severity, message),
-        None => LogCrateLogger.log(severity, message),
+        None => TracingLogger.log(severity, message),
     }
 }
 

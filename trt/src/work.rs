@@ -101,7 +101,7 @@ impl Drop for WorkOrder {
     fn drop(&mut self) {
         if let Err(e) = self.wait() {
             // Unknown GPU state: leak what work may still use rather than free it.
-            log::error!(target: "trt", "waiting for an execution context's work failed ({e}); leaking {} retired object(s)", self.retired.len());
+            tracing::error!(target: "trt", "waiting for an execution context's work failed ({e}); leaking {} retired object(s)", self.retired.len());
             std::mem::forget(std::mem::take(&mut self.retired));
         }
     }

@@ -224,27 +224,8 @@ fn positive(secs: u64, flag: &str) -> Result<Duration> {
     Ok(Duration::from_secs(secs))
 }
 
-/// Server logs (the `log` facade) on stderr.
-struct StderrLog(log::LevelFilter);
-
-impl log::Log for StderrLog {
-    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.level() <= self.0
-    }
-    fn log(&self, r: &log::Record<'_>) {
-        if self.enabled(r.metadata()) {
-            eprintln!("[{} {}] {}", r.level(), r.target(), r.args());
-        }
-    }
-    fn flush(&self) {}
-}
-
-/// Runs the server; `verbose` raises the log level (info by default).
-pub fn run(a: Args, verbose: u8) -> Result<()> {
-    let level = if verbose > 1 { log::LevelFilter::Debug } else { log::LevelFilter::Info };
-    if log::set_logger(Box::leak(Box::new(StderrLog(level)))).is_ok() {
-        log::set_max_level(level);
-    }
+/// Runs the server (the log is set up by `main`: RUST_LOG, `--log-format`, `-v`).
+pub fn run(a: Args) -> Result<()> {
     let mut loader = NlpLoader::default();
     loader.backend.onnxruntime.intra_threads = a.threads;
     loader.backend.engine_cache = crate::locate::engine_cache();

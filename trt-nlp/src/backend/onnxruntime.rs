@@ -134,7 +134,7 @@ impl OrtBackend {
                 match CudaStaging::new(path, &session_options, device, &layout, options.cuda_graph_max_batch)? {
                     Ok(staging) => slots.push(Slot::Cuda(Box::new(staging))),
                     Err(why) => {
-                        log::info!("{}: no IO binding on CUDA ({why}); ONNX Runtime stages through host memory", path.display());
+                        tracing::info!("{}: no IO binding on CUDA ({why}); ONNX Runtime stages through host memory", path.display());
                         let options = SessionOptions { provider: Provider::Cuda { device }, ..session_options.clone() };
                         slots.push(Slot::Host(host_slot(Session::from_file(path, &options)?, &layout)));
                     }
@@ -266,7 +266,7 @@ fn float_output(t: &TensorInfo) -> Option<OutputSpec> {
         OrtType::F16 => ElementType::F16,
         OrtType::BF16 => ElementType::BF16,
         _ => {
-            log::debug!("output '{}' is {}: not read by the text helpers", t.name, t.element);
+            tracing::debug!("output '{}' is {}: not read by the text helpers", t.name, t.element);
             return None;
         }
     };

@@ -91,16 +91,16 @@ pub fn open(model: &Path, choice: BackendChoice, options: &BackendOptions) -> Re
         (BackendChoice::OnnxRuntime, false) => onnxruntime(model, options),
         (_, true) | (BackendChoice::TensorRt, false) => {
             let backend = tensorrt(model, plan, options)?;
-            log::info!("{}: backend tensorrt", model.display());
+            tracing::info!("{}: backend tensorrt", model.display());
             Ok(backend)
         }
         (_, false) => match tensorrt(model, false, options) {
             Ok(backend) => {
-                log::info!("{}: backend tensorrt", model.display());
+                tracing::info!("{}: backend tensorrt", model.display());
                 Ok(backend)
             }
             Err(why) => {
-                log::info!("{}: backend onnxruntime (TensorRT cannot run it here: {why})", model.display());
+                tracing::info!("{}: backend onnxruntime (TensorRT cannot run it here: {why})", model.display());
                 onnxruntime(model, options)
             }
         },

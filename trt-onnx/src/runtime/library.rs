@@ -54,7 +54,7 @@ impl OrtLibrary {
                 match probe(&candidate) {
                     Probe::Missing => continue,
                     Probe::Unusable(reason) => {
-                        log::warn!("ONNX Runtime at {}: {reason}", candidate.display());
+                        tracing::warn!("ONNX Runtime at {}: {reason}", candidate.display());
                         unusable.get_or_insert((candidate, reason));
                         continue;
                     }
@@ -92,7 +92,7 @@ impl OrtLibrary {
         ort::init_from(&path).map_err(|e| Error::LibraryUnusable { path: path.clone(), reason: e.to_string() })?;
         let environment = ort::init().with_name("trt-onnx").build().map_err(|e| Error::ort("creating the ONNX Runtime environment", e))?;
         let providers = available_providers().unwrap_or_default();
-        log::info!("loaded ONNX Runtime {version} from {} (providers: {})", path.display(), providers.join(", "));
+        tracing::info!("loaded ONNX Runtime {version} from {} (providers: {})", path.display(), providers.join(", "));
         Ok(OrtLibrary { path, version, providers, environment })
     }
 
@@ -204,7 +204,7 @@ fn probe(path: &Path) -> Probe {
     let lib = match unsafe { libloading::Library::new(path) } {
         Ok(lib) => lib,
         Err(e) if path.components().count() == 1 => {
-            log::debug!("{}: {e}", path.display());
+            tracing::debug!("{}: {e}", path.display());
             return Probe::Missing;
         }
         Err(e) => return Probe::Unusable(format!("cannot be loaded: {e}")),

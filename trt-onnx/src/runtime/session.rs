@@ -602,11 +602,11 @@ fn builder(options: &SessionOptions, source: &str) -> Result<(ort::session::buil
         Provider::Auto => match cuda::register(&mut b, library, 0, &options.cuda, source) {
             Ok(()) => Placement::Cuda(0),
             Err(why) => {
-                log::info!("{source}: ONNX Runtime runs on the CPU (CUDA cannot be used: {why})");
+                tracing::info!("{source}: ONNX Runtime runs on the CPU (CUDA cannot be used: {why})");
                 Placement::Cpu
             }
         },
     };
-    log::info!("ONNX Runtime {} runs {source} on {}", library.version(), provider.name());
+    tracing::info!("ONNX Runtime {} runs {source} on {}", library.version(), provider.name());
     Ok((b, provider))
 }
