@@ -141,25 +141,34 @@ impl Listeners {
     }
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on Ctrl-C or SIGTERM. The handlers are installed by the call,
+/// not at the first poll: a signal sent right after the caller announced
+/// that it is ready must stop it gracefully, not by the default action.
+/// Call it inside the runtime.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{signal, Signal, SignalKind};
+        async fn received(s: Option<Signal>) {
+            match s {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+        let term = received(signal(SignalKind::terminate()).ok());
+        let interrupt = received(signal(SignalKind::interrupt()).ok());
+        async move {
+            tokio::select! {
+                _ = term => {}
+                _ = interrupt => {}
+            }
+        }
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
+    async {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
@@ -201,11 +210,9 @@ pub fn run(options: ServeOptions, on_ready: impl FnOnce(Bound)) -> Result<(), cr
         let repository = Arc::new(repository.with_control(control.clone()));
         control.load_at_start(&repository).await?;
         control.spawn_poller(repository.clone());
+        let shutdown = shutdown_signal();
         let service = Arc::new(Service { repository, metrics: Arc::new(crate::metrics::Metrics::new()) });
         on_ready(bound);
-        listeners
-            .serve(service, &options.transport, &options.access, tls.as_ref(), &options.cors_allow_origin, shutdown_signal())
-            .await
-            .map_err(io)
+        listeners.serve(service, &options.transport, &options.access, tls.as_ref(), &options.cors_allow_origin, shutdown).await.map_err(io)
     })
 }
