@@ -49,7 +49,7 @@ fn convert_then_compare_fp32_against_fp16() {
     let s = text(&o);
     println!("{s}");
     assert!(o.status.success(), "{s}");
-    assert!(s.contains("output             max_abs") && s.contains("emb cosine min"), "{s}");
+    assert!(s.contains("tensor             max_abs") && s.contains("emb cosine min"), "{s}");
     for line in ["  logits ", "  last_hidden_state "] {
         assert!(s.lines().any(|l| l.starts_with(line) && l.ends_with("  ok")), "{line} row: {s}");
     }

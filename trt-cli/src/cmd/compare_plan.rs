@@ -182,6 +182,12 @@ impl PlanSide {
         }
         let mut outputs = Vec::new();
         for t in self.engine.outputs() {
+            if t.is_shape_tensor || t.on_host {
+                return Err(naming(
+                    &self.path,
+                    format!("output '{}' is a shape tensor (on the host), which trt compare cannot read", t.name),
+                ));
+            }
             let shape = self.context.tensor_shape(&t.name)?;
             if shape.iter().any(|&d| d < 0) {
                 return Err(naming(&self.path, format!("output '{}' has a data-dependent shape {shape:?}", t.name)));

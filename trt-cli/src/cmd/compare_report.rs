@@ -228,6 +228,10 @@ impl Report {
                 ),
                 (None, n) => format!("layers: {n} tensors compared, gate {}; none diverges beyond tolerance\n", l.gate),
             });
+            // Where it happens: the tensors just before the first divergence, and it.
+            if let Some(at) = l.first_divergence.as_ref().and_then(|f| l.tensors.iter().position(|t| t.name == f.name)) {
+                s.push_str(&table(&l.tensors[at.saturating_sub(LEAD_IN)..=at]).render("  "));
+            }
             if !l.skipped.is_empty() {
                 let names: Vec<&str> = l.skipped.iter().take(5).map(|k| k.name.as_str()).collect();
                 s.push_str(&format!(
@@ -242,13 +246,16 @@ impl Report {
     }
 }
 
+/// How many tensors before the first divergence the text shows.
+const LEAD_IN: usize = 3;
+
 fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
 }
 
 /// One row per tensor.
 fn table(rows: &[Figures]) -> Table {
-    let mut t = Table::new(&["output", "max_abs", "max_rel", "cosine min", "cosine mean", "argmax", "emb cosine min", "verdict"]);
+    let mut t = Table::new(&["tensor", "max_abs", "max_rel", "cosine min", "cosine mean", "argmax", "emb cosine min", "verdict"]);
     for f in rows {
         t.row(vec![
             f.name.clone(),
@@ -315,6 +322,7 @@ mod tests {
         assert!(text.starts_with("a.onnx (onnxruntime (cpu)) vs b.plan (tensorrt): 2 rows in 1 batches\n"), "{text}");
         assert!(text.contains("logits  2.000e-3"), "{text}");
         assert!(text.contains("first divergence at 'h': min cosine 0.900000 < 0.999"), "{text}");
+        assert!(text.trim_end().ends_with("min cosine 0.900000 < 0.999"), "the divergent tensor's row closes the text: {text}");
         let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
         assert_eq!(json["outputs"][0]["name"], "logits");
         assert_eq!(json["layers"]["first_divergence"]["name"], "h");
