@@ -10,7 +10,9 @@ use trt::{Engine, Runtime, SerializedEngine};
 use crate::error::{CliError, Context, Result};
 
 /// GPU 0 and its description (`NVIDIA H200 (compute capability 9.0)`), or
-/// the typed reason there is none.
+/// the typed reason there is none: for the commands that take no `--device`
+/// (`demo`, reports that only name the GPU); those that run a plan on a GPU
+/// take `--device N` ([`require_on`]).
 pub fn probe() -> trt::Result<(Device, String)> {
     probe_on(0)
 }
@@ -21,11 +23,6 @@ pub fn probe_on(index: u32) -> trt::Result<(Device, String)> {
     let (major, minor) = device.compute_capability()?;
     let name = device.name()?;
     Ok((device, format!("{name} (compute capability {major}.{minor})")))
-}
-
-/// GPU 0, or an error saying that `command` needs one and why there is none.
-pub fn require(command: &str) -> Result<(Device, String)> {
-    require_on(command, 0)
 }
 
 /// GPU `index`, or an error saying that `command` needs one and why there is none.

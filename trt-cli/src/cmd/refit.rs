@@ -29,6 +29,9 @@ pub struct Args {
     /// Where to write the refitted plan [default: PLAN with the extension .refit.plan].
     #[arg(short, long, value_name = "PLAN")]
     pub output: Option<PathBuf>,
+    /// The GPU (CUDA device index) the plan is loaded and refitted on.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub device: u32,
 }
 
 /// One weight's values, in the element type the file stores.
@@ -147,7 +150,7 @@ pub fn run(args: Args) -> Result<()> {
     let weights = read_weights(&args.weights)?;
     let output = args.output.clone().unwrap_or_else(|| args.plan.with_extension("refit.plan"));
     let plan = gpu::read_plan(&args.plan)?;
-    let (device, gpu_name) = gpu::require("trt refit")?;
+    let (device, gpu_name) = gpu::require_on("trt refit", args.device)?;
     let engine = gpu::load_engine(&args.plan, &plan, &device, &gpu_name)?;
     let mut refitter = Refitter::new(&engine).context(|| format!("{} (built with trt build --refit?)", args.plan.display()))?;
     let refittable = refitter.all_weights()?;
