@@ -154,7 +154,10 @@ fn main() {
     let embedder = Embedder::new(backend, &tokenizer, Pooling::Mean, true, &HelperOptions::default()).expect("embedder");
     let (graphs_tps, graphs_out) = best_pass(&embedder, &texts, repeats);
     println!("rust   the same with CUDA graphs for batches up to {batch}: {graphs_tps:9.1} texts/s");
-    println!("embeddings: min cosine rust with graphs vs without: {:.5}", min_cosine(&graphs_out, rust.as_slice().expect("standard layout")));
+    println!(
+        "embeddings: min cosine rust with graphs vs without: {:.5}",
+        min_cosine(&graphs_out, rust.as_slice().expect("standard layout"))
+    );
     drop(embedder);
     let (rust_tps, rust) = if graphs_tps > rust_tps { (graphs_tps, graphs_out) } else { (rust_tps, rust) };
 
