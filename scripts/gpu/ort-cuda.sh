@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# ONNX Runtime on CUDA on the GPU test host, in three calls made back to back
-# (the host's /tmp lasts only while it stays warm): `ort-cuda.sh 1|2|3`, each
-# call carrying `.gpu/c<N>` (`scripts/gpu/pack.sh` fills them here).
+# ONNX Runtime on CUDA on the GPU test host, in four calls made back to back
+# (the host's /tmp lasts only while it stays warm): `ort-cuda.sh 1|2|3|4`,
+# each call carrying `.gpu/c<N>` (64 MiB a call with the working tree;
+# `scripts/gpu/pack.sh` fills the binaries in).
 #
 #   1 (.gpu/c1: ort-a, minilm-f16): records the GPU, builds the default model
 #     (FP32 and FP16, from the FP16-stored weights: the FP32 file does not fit
 #     a call) and keeps the weights for PyTorch.
-#   2 (.gpu/c2: ort-b, bins with the CUDA tests and the model benches):
-#     reassembles ONNX Runtime (SHA-256 checked), runs the CUDA tests, the
-#     model-only bench (Rust vs Python onnxruntime-gpu), the end-to-end
-#     embedding bench (vs Python onnxruntime-gpu and PyTorch FP16 eager).
-#   3 (.gpu/c3: bins with trt and serve_load, peer-wheels): trt serve on the
-#     GPU under serve_load in several layouts, the FastAPI + PyTorch peer under
-#     the same load, then compute-sanitizer over the backend's CUDA tests.
+#   2 (.gpu/c2: ort-b, bins with the CUDA tests): reassembles ONNX Runtime
+#     (SHA-256 checked) and runs the CUDA tests (onnx_cuda, nlp_cuda, serve_gpu).
+#   3 (.gpu/c3: bins with the model benches, rtx.part00): the model-only bench
+#     twice (Rust vs Python onnxruntime-gpu) and the end-to-end embedding bench
+#     (vs Python onnxruntime-gpu and PyTorch FP16 eager).
+#   4 (.gpu/c4: bins with trt and serve_load, peer-wheels, rtx.part01, the
+#     probe model external_weights.onnx/.bin): scripts/gpu-conformance
+#     --check-only with the TensorRT-RTX libraries of .deps/lib (a tar.xz in
+#     two parts, SHA-256 RTX_SHA256): whether engines execute on this GPU; then
+#     trt serve on the GPU under serve_load in several layouts, the FastAPI +
+#     PyTorch peer under the same load, and compute-sanitizer over the
+#     backend's CUDA tests.
 #
 # ort-a + ort-b is a tar.xz of the PyPI onnxruntime-gpu 1.31.1 wheel's
 # `onnxruntime` package without the TensorRT provider library; its CUDA
@@ -26,6 +32,7 @@ cd "$ROOT"
 : "${OUT:?set OUT to the folder the logs go to}"
 source "$ROOT/scripts/gpu/lib.sh"
 ORT_SHA256=239e9e6ff745be51883653641e997b1f90f4ed2cf5690073c001a654a22a9c0d
+RTX_SHA256=92c2b413c631fca28c73cb521e2742a4b5276cdc7e94e3a5b0de02746a4a3eb9
 W=/tmp/trt-ort-cuda
 DEPS=$W/deps
 SITE=$W/site
@@ -38,7 +45,7 @@ export PYTHONUNBUFFERED=1
 export RUST_LOG=${RUST_LOG:-info}
 export BENCH_PYTHON=python3
 
-case "${1:?step 1, 2 or 3}" in
+case "${1:?step 1, 2, 3 or 4}" in
 1)
   cp .gpu/c1/ort-a "$W/ort-a"
   rm -rf "$W/weights" && cp -r .gpu/c1/minilm-f16 "$W/weights"
@@ -53,7 +60,7 @@ case "${1:?step 1, 2 or 3}" in
   mkdir -p "$SITE"
   python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$W/ort.tar.xz" "$SITE" || exit 1
   python3 -c 'import onnxruntime as o; print(o.__version__, o.__file__, o.get_available_providers())' | tee "$OUT/python_ort.txt"
-  unpack .gpu/c2/bins "$W/bin" onnx_cuda nlp_cuda serve_gpu ort_cuda embed_cuda || exit 1
+  unpack .gpu/c2/bins "$W/bin" onnx_cuda nlp_cuda serve_gpu || exit 1
   {
     echo "# $(date -u +%FT%TZ) ORT_DYLIB_PATH=$ORT_DYLIB_PATH"
     "$W/bin/onnx_cuda" --include-ignored --nocapture --test-threads 1
@@ -61,6 +68,11 @@ case "${1:?step 1, 2 or 3}" in
     "$W/bin/serve_gpu" --include-ignored --nocapture --test-threads 1
   } > "$OUT/tests.log" 2>&1
   grep -E "^test |test result|max abs diff|a 256 x 512|CUDA graphs vs|panicked" "$OUT/tests.log"
+  ;;
+3)
+  [ -x "$W/bin/nlp_cuda" ] || { echo "ort-cuda.sh 3: call 2 first, on the same warm machine" >&2; exit 1; }
+  unpack .gpu/c3/bins "$W/bin" ort_cuda embed_cuda || exit 1
+  cp .gpu/c3/rtx.part00 "$W/rtx.part00"
   # Model only, twice: the spread between two runs of the same shapes shows.
   for run in 1 2; do
     ORT_CUDA_BENCH_SCRIPT=benches/ort_cuda_python.py ORT_CUDA_BENCH_RUNS=200 timeout 200 "$W/bin/ort_cuda" > "$OUT/ort_cuda_run$run.log" 2> "$OUT/ort_cuda_run$run.stderr"
@@ -69,12 +81,20 @@ case "${1:?step 1, 2 or 3}" in
   done
   EMBED_CUDA_WEIGHTS=$W/weights timeout 300 "$W/bin/embed_cuda" > "$OUT/embed_cuda.log" 2> "$OUT/embed_cuda.stderr"
   echo "== embed_cuda (exit $?)"
-  grep -vE "^\s*$" "$OUT/embed_cuda.log" | tail -n 20
+  grep -vE "^\s*$" "$OUT/embed_cuda.log" | tail -n 24
   ;;
-3)
-  unpack .gpu/c3/bins "$W/bin" trt serve_load || exit 1
+4)
+  [ -f "$W/rtx.part00" ] || { echo "ort-cuda.sh 4: call 3 first, on the same warm machine" >&2; exit 1; }
+  unpack .gpu/c4/bins "$W/bin" trt serve_load || exit 1
+  cat "$W/rtx.part00" .gpu/c4/rtx.part01 > "$W/rtx.tar.xz" || exit 1
+  echo "$RTX_SHA256  $W/rtx.tar.xz" | sha256sum -c || exit 1
+  mkdir -p "$W/rtx" && python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$W/rtx.tar.xz" "$W/rtx" || exit 1
+  TRT=$W/bin/trt TENSORRT_LIB_DIR=$W/rtx/tensorrt_rtx_libs PROBE_MODEL=.gpu/c4/external_weights.onnx \
+    scripts/gpu-conformance --check-only --out "$OUT/conformance"
+  echo "gpu-conformance exit $?"
+  cat "$OUT/conformance/report.md" 2>/dev/null | head -n 20
   PEER_SITE=$W/peer-site
-  python3 -c 'import glob, sys, zipfile; [zipfile.ZipFile(w).extractall(sys.argv[1]) for w in glob.glob(".gpu/c3/peer-wheels/*.whl")]' "$PEER_SITE"
+  python3 -c 'import glob, sys, zipfile; [zipfile.ZipFile(w).extractall(sys.argv[1]) for w in glob.glob(".gpu/c4/peer-wheels/*.whl")]' "$PEER_SITE"
   M16=$W/minilm16
   mkdir -p "$M16"
   ln -sf "$DEPS/models/minilm/model_fp16.onnx" "$M16/model.onnx"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Packs what scripts/gpu/ort-cuda.sh carries to the GPU host, here: the
-# release test and bench binaries (stripped, xz'd) into .gpu/c2/bins and
-# .gpu/c3/bins, after building them. .gpu/c1 (ort-a, minilm-f16), .gpu/c2/ort-b
-# and .gpu/c3/peer-wheels are made once (see ort-cuda.sh's header).
+# release test and bench binaries (stripped, xz'd) into .gpu/c{2,3,4}/bins,
+# after building them. The rest of .gpu/c1..c4 (ort-a, minilm-f16, ort-b,
+# rtx.part00/01, peer-wheels, the probe model) is made once (see ort-cuda.sh's header).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TARGET=${CARGO_TARGET_DIR:-target}
@@ -15,7 +15,8 @@ pack() {
   strip -o "$dest/$name" "$src"
   xz -T2 -6 -f "$dest/$name"
 }
-for t in onnx_cuda nlp_cuda serve_gpu ort_cuda embed_cuda; do pack .gpu/c2/bins "$t" "$(newest "$t")"; done
-pack .gpu/c3/bins trt "$TARGET/release/trt"
-pack .gpu/c3/bins serve_load "$(newest serve_load)"
-du -sh .gpu/c1 .gpu/c2 .gpu/c3
+for t in onnx_cuda nlp_cuda serve_gpu; do pack .gpu/c2/bins "$t" "$(newest "$t")"; done
+for t in ort_cuda embed_cuda; do pack .gpu/c3/bins "$t" "$(newest "$t")"; done
+pack .gpu/c4/bins trt "$TARGET/release/trt"
+pack .gpu/c4/bins serve_load "$(newest serve_load)"
+du -sh .gpu/c1 .gpu/c2 .gpu/c3 .gpu/c4
