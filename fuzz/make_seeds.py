@@ -189,6 +189,13 @@ def kserve_seeds():
         ("BOOL", [True, False]), ("INT8", [-128, 127]), ("UINT16", [0, 65535]), ("INT64", [-1, 2]),
         ("FP16", [0.5, 70000]), ("BF16", [1e-3, -2]), ("FP64", [1e308, -0.0]))]}).encode()
     write("kserve_http", "every_datatype", seed(typed, small=True))
+    ids = struct.pack("<4q", 101, 7592, 2088, 102)
+    head = json.dumps({"inputs": [{"name": "input_ids", "shape": [1, 4], "datatype": "INT64",
+                                   "parameters": {"binary_data_size": len(ids)}},
+                                  {"name": "attention_mask", "shape": [1, 4], "datatype": "INT64", "data": [[1, 1, 1, 1]]},
+                                  {"name": "token_type_ids", "shape": [1, 4], "datatype": "INT64", "data": [0, 0, 0, 0]}],
+                       "outputs": [{"name": "logits"}]}).encode()
+    write("kserve_http", "tensor_ids", seed(head + ids, len(head)))
     write("kserve_http", "too_many_elements", seed(b'{"inputs":[{"name":"text","shape":[65,1],"datatype":"BYTES","data":[]}]}', small=True))
 
 
@@ -227,6 +234,9 @@ def grpc_seeds():
     fp = pb(5, tensor("x", "FP32", [2], pb(6, struct.pack("<2f", 1, 2)))) + pb(5, tensor("text", "BYTES", [1, 1])) \
         + pb(7, b"") + pb(7, struct.pack("<I", 1) + b"a")
     write("grpc_infer", "two_inputs_small", b"\x01" + fp)
+    ids = [tensor(n, "INT64", [2, 3]) for n in ("input_ids", "attention_mask", "token_type_ids")]
+    write("grpc_infer", "tensor_ids", b"\x00" + b"".join(pb(5, t) for t in ids)
+          + b"".join(pb(7, struct.pack("<6q", *v)) for v in ([101, 7592, 102, 101, 2088, 102], [1] * 6, [0] * 6)))
     write("grpc_infer", "negative_dim", b"\x00" + pb(5, tensor("text", "BYTES", [-1, 1])))
 
 

@@ -1,15 +1,21 @@
 //! What the server-side targets (`kserve_http`, `grpc_infer`) check on a
-//! decoded request, and the model they check it against.
+//! decoded request, and the models they check it against.
 //!
-//! The model is the README's text model (the default MiniLM served with an
-//! `embedding` and its `last_hidden_state`), its config parsed by the real
-//! `ModelConfig::parse`; no backend is loaded: after decoding, the server
-//! checks a request against the config (`request_texts`, `wanted_outputs`)
-//! before any work, and that is what runs here.
+//! The models are the README's text model (the default MiniLM served with an
+//! `embedding` and its `last_hidden_state`) and its tensor model (INT64 token
+//! ids in, `logits` out), their configs parsed by the real
+//! `ModelConfig::parse`; no backend runs: after decoding, the server checks
+//! a request against the config (`request_texts`, `wanted_outputs`, a tensor
+//! model's `request_tensors`) before any work, and that is what runs here.
+//! The tensor model's executor is a test double that only declares the
+//! model's tensors ([`DeclaringOnly`]).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
+use trt_nlp::tensor::{Tensor, TensorBackend, TensorSpec};
+use trt_nlp::ElementType;
 use trt_serve::config::ModelConfig;
+use trt_serve::tensor_model::{datatype_of, TensorModel};
 use trt_serve::kserve::{classification, element_count, Elements, InferRequest, OutputData};
 use trt_serve::limits::Limits;
 use trt_serve::ServeError;
@@ -26,6 +32,56 @@ dynamic_batching { max_queue_delay_microseconds: 1000 }
 pub fn config() -> &'static ModelConfig {
     static C: OnceLock<ModelConfig> = OnceLock::new();
     C.get_or_init(|| ModelConfig::parse(CONFIG, "minilm").expect("the README's config parses"))
+}
+
+/// The README's tensor model: INT64 token ids, dynamic sequence length.
+pub const TENSOR_CONFIG: &str = r#"platform: "onnxruntime_onnx"
+max_batch_size: 8
+input [ { name: "input_ids" data_type: TYPE_INT64 dims: [ -1 ] },
+        { name: "attention_mask" data_type: TYPE_INT64 dims: [ -1 ] },
+        { name: "token_type_ids" data_type: TYPE_INT64 dims: [ -1 ] } ]
+output [ { name: "logits" data_type: TYPE_FP32 dims: [ 2 ] } ]
+dynamic_batching { max_queue_delay_microseconds: 1000 }
+"#;
+
+/// A test double of a tensor executor: it declares the tensors of the
+/// default model with INT64 inputs and never runs (the checks under fuzz
+/// happen before any run).
+#[derive(Debug)]
+pub struct DeclaringOnly {
+    inputs: Vec<TensorSpec>,
+    outputs: Vec<TensorSpec>,
+}
+
+impl TensorBackend for DeclaringOnly {
+    fn name(&self) -> &str {
+        "declaring-only test double"
+    }
+    fn inputs(&self) -> &[TensorSpec] {
+        &self.inputs
+    }
+    fn outputs(&self) -> &[TensorSpec] {
+        &self.outputs
+    }
+    fn instances(&self) -> usize {
+        1
+    }
+    fn run(&self, _: &[(&str, &Tensor)], _: &[&str]) -> trt_nlp::Result<Vec<Tensor>> {
+        Err(trt_nlp::Error::InvalidConfig("the declaring-only test double does not run".into()))
+    }
+}
+
+pub fn tensor_model() -> &'static TensorModel {
+    static M: OnceLock<TensorModel> = OnceLock::new();
+    M.get_or_init(|| {
+        let spec = |name: &str, element, shape: &[i64]| TensorSpec { name: name.into(), element, shape: shape.to_vec() };
+        let backend = DeclaringOnly {
+            inputs: ["input_ids", "attention_mask", "token_type_ids"].iter().map(|n| spec(n, ElementType::I64, &[-1, -1])).collect(),
+            outputs: vec![spec("logits", ElementType::F32, &[-1, 2])],
+        };
+        let config = ModelConfig::parse(TENSOR_CONFIG, "bert_ids").expect("the README's tensor config parses");
+        TensorModel::new(&config, Arc::new(backend)).expect("the config fits the declared tensors").0
+    })
 }
 
 /// The server's limits, or small ones (so that short inputs reach the bounds).
@@ -55,6 +111,7 @@ pub fn check_request(r: InferRequest, limits: &Limits) {
         }
     }
     let shapes: Vec<(String, Vec<usize>)> = r.inputs.iter().map(|t| (t.name.clone(), t.shape.clone())).collect();
+    check_tensors(r.inputs.clone());
     let config = config();
     match trt_serve::fuzzing::request_texts(config, r.inputs, limits) {
         Ok(texts) => {
@@ -83,6 +140,31 @@ pub fn check_request(r: InferRequest, limits: &Limits) {
                     assert_eq!(strings.len(), rows * k.min(classes));
                 }
             }
+        }
+        Err(e) => check_error(&e),
+    }
+}
+
+/// The tensor model's check: accepted tensors are exactly the declared
+/// inputs, INT64, `[rows, seq]` with rows in 1..=8 shared by all, values as sent.
+fn check_tensors(inputs: Vec<trt_serve::kserve::InputTensor>) {
+    let model = tensor_model();
+    let sent: Vec<(String, Vec<usize>, Vec<u8>)> = inputs
+        .iter()
+        .map(|t| (t.name.clone(), t.shape.clone(), if let Elements::Fixed(raw) = &t.data { raw.clone() } else { Vec::new() }))
+        .collect();
+    match model.request_tensors(inputs) {
+        Ok(req) => {
+            let names: Vec<&str> = model.input_names().collect();
+            assert_eq!(req.tensors.len(), names.len());
+            assert!((1..=model.max_batch()).contains(&req.rows));
+            for (name, t) in names.iter().zip(&req.tensors) {
+                let (_, shape, raw) = sent.iter().find(|(n, ..)| n == name).expect("every declared input was sent");
+                assert_eq!(datatype_of(t.element()).as_str(), "INT64");
+                assert_eq!((t.shape(), t.shape().len(), t.shape()[0]), (&shape[..], 2, req.rows));
+                assert_eq!(&t.data().to_le_bytes(), raw, "input '{name}': values changed");
+            }
+            assert_eq!(sent.len(), names.len(), "only declared inputs are accepted");
         }
         Err(e) => check_error(&e),
     }
