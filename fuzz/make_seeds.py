@@ -286,6 +286,23 @@ def embed_api_seeds():
         write("openai_request", name, bytes([flags, width]) + body)
 
 
+def traceparent_seeds():
+    """traceparent header values (fuzz_targets/traceparent.rs): the W3C example,
+    unsampled, a later version with more after it, and invalid ones."""
+    ids = "4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"
+    values = {
+        "example": "00-" + ids + "-01",
+        "unsampled": "00-" + ids + "-00",
+        "later_version": "cc-" + ids + "-09-extra",
+        "version_ff": "ff-" + ids + "-01",
+        "zero_trace_id": "00-" + "0" * 32 + "-00f067aa0ba902b7-01",
+        "uppercase": "00-" + ids.upper() + "-01",
+        "too_long": "00-" + ids + "-01-",
+    }
+    for name, value in values.items():
+        write("traceparent", name, value.encode())
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for name, m in seeds():
@@ -302,6 +319,7 @@ def main():
     grpc_seeds()
     config_seeds()
     embed_api_seeds()
+    traceparent_seeds()
     if len(sys.argv) > 1:
         plan_seeds(sys.argv[1])
 

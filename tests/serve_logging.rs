@@ -1,6 +1,7 @@
 //! `trt serve`'s log: `--log-format json` writes one JSON object per line and
 //! each request's lines carry its request id (the client's `x-request-id`, or
-//! a new one that the response's header shows), over HTTP and gRPC (the real
+//! a new one that the response's header shows) and a valid W3C `traceparent`
+//! (a malformed one is ignored, never refused), over HTTP and gRPC (the real
 //! gRPC client, Python `grpcio` from the setup venv); `RUST_LOG` decides what
 //! is shown (a malformed one is a usage error). The default model on ONNX
 //! Runtime, 127.0.0.1, ephemeral ports; each server ready within 120 s.
@@ -85,11 +86,14 @@ fn json_lines_carry_each_requests_id_over_http_and_grpc() {
     let cmd = serve_command(repo.path(), Some("trt_serve::request=debug"), &["--log-format", "json"]);
     let server = Server::start_command_logging_to(cmd, Duration::from_secs(120), &log);
 
-    let (code, head) = request(&server.http, "POST", "/v2/models/m/infer", "X-Request-Id: http-req-42\r\n", INFER);
+    let traced = "X-Request-Id: http-req-42\r\ntraceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n";
+    let (code, head) = request(&server.http, "POST", "/v2/models/m/infer", traced, INFER);
     assert_eq!(code, 200, "{head}");
     assert_eq!(header(&head, "x-request-id").as_deref(), Some("http-req-42"), "the client's id is echoed: {head}");
-    let (code, head) = request(&server.http, "GET", "/v2/health/ready", "", "");
-    assert_eq!(code, 200);
+    // A malformed traceparent (all-zero trace id) is ignored: no refusal.
+    let bad = "traceparent: 00-00000000000000000000000000000000-00f067aa0ba902b7-01\r\n";
+    let (code, head) = request(&server.http, "GET", "/v2/health/ready", bad, "");
+    assert_eq!(code, 200, "{head}");
     let generated = header(&head, "x-request-id").expect("a new id when the client sends none");
     assert!(generated.len() == 32 && generated.bytes().all(|c| c.is_ascii_hexdigit()), "{generated}");
     // An unusable client id (a space inside) is replaced, not echoed.
@@ -118,7 +122,16 @@ print(dict(call.initial_metadata()).get("x-request-id"))
     assert_eq!(infer["status"], 200);
     assert_eq!(infer["level"], "DEBUG");
     assert!(infer["latency_ms"].as_f64().is_some_and(|ms| ms > 0.0), "{infer}");
-    assert!(finished(&lines, &generated).is_some(), "no line for the generated id {generated} in\n{text}");
+    assert_eq!(infer["span"]["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736", "the traceparent is on the span: {infer}");
+    assert_eq!(infer["span"]["parent_id"], "00f067aa0ba902b7");
+    assert_eq!(infer["span"]["sampled"], true);
+    let ready = finished(&lines, &generated).unwrap_or_else(|| panic!("no line for the generated id {generated} in\n{text}"));
+    assert!(ready["span"].get("trace_id").is_none(), "a malformed traceparent recorded: {ready}");
+    assert!(
+        lines.iter().any(|l| l["span"]["request_id"] == generated.as_str()
+            && l["message"] == "traceparent ignored: the traceparent's trace id is all zero"),
+        "the ignored traceparent is logged with its reason:\n{text}"
+    );
     assert!(finished(&lines, &replaced).is_some(), "no line for {replaced} in\n{text}");
     let live = finished(&lines, "grpc-req-7").unwrap_or_else(|| panic!("no line for grpc-req-7 in\n{text}"));
     assert_eq!(live["span"]["path"], "/inference.GRPCInferenceService/ServerLive");

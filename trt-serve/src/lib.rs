@@ -28,6 +28,7 @@
 //! | | [`tls`], [`cors`] | TLS (rustls) for HTTP and gRPC, mTLS; CORS for browsers |
 //! | | [`connections`] | connection caps, header / idle / body timeouts, gRPC streams and keepalive |
 //! | | [`request_span`] | one `tracing` span per HTTP and gRPC request, with its `x-request-id` |
+//! | | [`traceparent`] | W3C Trace Context's `traceparent` header, parsed strictly |
 //!
 //! Dependencies point down the table; the backends (TensorRT, ONNX Runtime)
 //! are reached only through trt-nlp's `Backend` trait.
@@ -62,6 +63,7 @@ mod tensor_infer;
 pub mod tensor_model;
 pub mod text_model;
 pub mod tls;
+pub mod traceparent;
 pub mod vectors;
 
 pub use error::{ServeError, ServeResult};

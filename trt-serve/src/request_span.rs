@@ -3,7 +3,7 @@
 //! | what | where |
 //! |---|---|
 //! | the id | the client's `x-request-id` when it is 1 to 128 visible ASCII characters, else a new one ([`new_request_id`]) |
-//! | the span | `request` under target `trt_serve::request`, level INFO, fields `request_id`, `method`, `path` |
+//! | the span | `request` under target `trt_serve::request`, level INFO, fields `request_id`, `method`, `path`, and `trace_id`, `parent_id`, `sampled` from a valid W3C `traceparent` ([`crate::traceparent`]; an invalid one is ignored, logged at DEBUG) |
 //! | the answer | the id echoed as the response's `x-request-id` header (gRPC: initial metadata) |
 //! | the event | `finished` with `status` (HTTP), `grpc_status` (when the headers carry it) and `latency_ms`, at DEBUG (WARN for a 5xx) |
 //!
@@ -23,6 +23,8 @@ use std::time::Instant;
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
 use tracing::Instrument;
+
+use crate::traceparent::{TraceParent, TraceParentError};
 
 /// The request id header, read from the request and written on the response.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -49,6 +51,16 @@ pub fn new_request_id() -> String {
     let (a, b) = KEYS.get_or_init(|| (RandomState::new(), RandomState::new()));
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("{:016x}{:016x}", a.hash_one(n), b.hash_one(n))
+}
+
+/// The request's `traceparent`: none, valid, or why it is ignored (more than one header counts as invalid).
+fn traceparent(headers: &HeaderMap) -> Option<Result<TraceParent, TraceParentError>> {
+    let mut all = headers.get_all("traceparent").iter();
+    let first = all.next()?;
+    Some(match all.next() {
+        Some(_) => Err(TraceParentError::Repeated),
+        None => TraceParent::parse(first.as_bytes()),
+    })
 }
 
 /// Wraps a router (axum) or the gRPC server (tonic) so each request runs in its span.
@@ -92,7 +104,19 @@ where
             request_id = id.to_str().unwrap_or_default(),
             method = %request.method(),
             path = request.uri().path(),
+            trace_id = tracing::field::Empty,
+            parent_id = tracing::field::Empty,
+            sampled = tracing::field::Empty,
         );
+        match traceparent(request.headers()) {
+            Some(Ok(t)) => {
+                span.record("trace_id", t.trace_id_hex());
+                span.record("parent_id", t.parent_id_hex());
+                span.record("sampled", t.sampled());
+            }
+            Some(Err(e)) => span.in_scope(|| tracing::debug!(target: "trt_serve::request", "traceparent ignored: {e}")),
+            None => {}
+        }
         let start = Instant::now();
         let future = span.in_scope(|| self.inner.call(request));
         Box::pin(
