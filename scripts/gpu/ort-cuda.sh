@@ -84,15 +84,19 @@ case "${1:?step 1, 2, 3 or 4}" in
   grep -vE "^\s*$" "$OUT/embed_cuda.log" | tail -n 24
   ;;
 4)
-  [ -f "$W/rtx.part00" ] || { echo "ort-cuda.sh 4: call 3 first, on the same warm machine" >&2; exit 1; }
+  [ -x "$W/bin/nlp_cuda" ] || { echo "ort-cuda.sh 4: call 2 first, on the same warm machine" >&2; exit 1; }
   unpack .gpu/c4/bins "$W/bin" trt serve_load || exit 1
-  cat "$W/rtx.part00" .gpu/c4/rtx.part01 > "$W/rtx.tar.xz" || exit 1
-  echo "$RTX_SHA256  $W/rtx.tar.xz" | sha256sum -c || exit 1
-  mkdir -p "$W/rtx" && python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$W/rtx.tar.xz" "$W/rtx" || exit 1
-  TRT=$W/bin/trt TENSORRT_LIB_DIR=$W/rtx/tensorrt_rtx_libs PROBE_MODEL=.gpu/c4/external_weights.onnx \
-    scripts/gpu-conformance --check-only --out "$OUT/conformance"
-  echo "gpu-conformance exit $?"
-  cat "$OUT/conformance/report.md" 2>/dev/null | head -n 20
+  if [ -f "$W/rtx.part00" ]; then
+    cat "$W/rtx.part00" .gpu/c4/rtx.part01 > "$W/rtx.tar.xz" || exit 1
+    echo "$RTX_SHA256  $W/rtx.tar.xz" | sha256sum -c || exit 1
+    mkdir -p "$W/rtx" && python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$W/rtx.tar.xz" "$W/rtx" || exit 1
+    TRT=$W/bin/trt TENSORRT_LIB_DIR=$W/rtx/tensorrt_rtx_libs PROBE_MODEL=.gpu/c4/external_weights.onnx \
+      scripts/gpu-conformance --check-only --out "$OUT/conformance"
+    echo "gpu-conformance exit $?"
+    cat "$OUT/conformance/report.md" 2>/dev/null | head -n 20
+  else
+    echo "gpu-conformance: not run (call 3 carries the first part of the TensorRT-RTX libraries)"
+  fi
   PEER_SITE=$W/peer-site
   python3 -c 'import glob, sys, zipfile; [zipfile.ZipFile(w).extractall(sys.argv[1]) for w in glob.glob(".gpu/c4/peer-wheels/*.whl")]' "$PEER_SITE"
   M16=$W/minilm16
@@ -102,12 +106,14 @@ case "${1:?step 1, 2, 3 or 4}" in
   export SERVE_BENCH_TRT=$W/bin/trt SERVE_BENCH_MODEL_DIR=$M16 SERVE_BENCH_KIND=KIND_GPU
   export SERVE_BENCH_CONCURRENCY=${SERVE_BENCH_CONCURRENCY:-1,32,256,512} SERVE_BENCH_REQUESTS=${SERVE_BENCH_REQUESTS:-2000000}
   export SERVE_BENCH_SECONDS=${SERVE_BENCH_SECONDS:-6} SERVE_BENCH_THREADS=1 SERVE_BENCH_WARMUP_SECS=${SERVE_BENCH_WARMUP_SECS:-2}
-  # sessions, max_batch, largest CUDA-graph batch (0: none), one more setting (~ for a space)
+  # sessions, max_batch, largest CUDA-graph batch (0: none), one more setting
+  # (~ for a space); SERVE_LAYOUTS="A;B;..." replaces the list.
   layouts=(
     "2 128 128 SERVE_BENCH_BATCH_TEXTS=32"
     "4 128 128 SERVE_BENCH_DELAY_US=1000"
     "4 128 0 SERVE_BENCH_PEER=python3~benches/serve_peer_torch.py~--weights~${W}/weights~--tokenizer~${M16}/tokenizer.json"
   )
+  [ -n "${SERVE_LAYOUTS:-}" ] && IFS=';' read -r -a layouts <<< "$SERVE_LAYOUTS"
   for layout in "${layouts[@]}"; do
     set -- $layout
     log="$OUT/serve_load_gpu_sessions$1_batch$2_graphs$3.log"
