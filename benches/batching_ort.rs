@@ -53,6 +53,7 @@ use std::time::Duration;
 
 use load::{bench_texts, closed_loop, describe, env_f64, env_usize, open_loop, Batched, Load, Serve, Unbatched};
 use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
+#[cfg(feature = "tensorrt")]
 use trt_nlp::backend::{BackendChoice, BackendOptions};
 use trt_nlp::batching::{BatchingConfig, Grouping, Scheduler};
 use trt_nlp::{Backend, TokenizerPipeline};
@@ -178,11 +179,15 @@ fn main() {
     drop(scheduler);
     drop(unbatched);
     drop(pool);
+    #[cfg(feature = "tensorrt")]
     tensorrt(&model, &pipeline, &rows, &cell);
+    #[cfg(not(feature = "tensorrt"))]
+    println!("-- (c) TensorRT: not run (this build has no TensorRT: the tensorrt feature)");
     println!("ratio_grouped_vs_fifo: {:.2}", a[1].throughput() / a[0].throughput());
 }
 
 /// (c): the batcher against one request per run on a TensorRT engine, where one can execute.
+#[cfg(feature = "tensorrt")]
 fn tensorrt(
     model: &std::path::Path,
     pipeline: &Arc<TokenizerPipeline>,
@@ -194,9 +199,7 @@ fn tensorrt(
         return;
     }
     let contexts = 2;
-    let mut options = BackendOptions { contexts, ..Default::default() };
-    options.onnxruntime.max_batch = 128;
-    options.onnxruntime.max_seq = 128;
+    let options = BackendOptions { instances: contexts, max_batch: 128, max_seq: 128, ..Default::default() };
     let engine = match trt_nlp::backend::open(model, BackendChoice::TensorRt, &options) {
         Ok(b) => b,
         Err(e) => {

@@ -156,6 +156,7 @@ pub enum Error {
     Cuda(#[from] trt_cuda::Error),
 
     /// ONNX Runtime failed (library, model, run).
+    #[cfg(feature = "onnxruntime")]
     #[error(transparent)]
     Onnx(#[from] trt_onnx::Error),
 

@@ -111,7 +111,7 @@ impl ModelFolder {
     pub fn backend(&self, choice: BackendChoice, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
         let mut options = options.clone();
         if let Some(p) = self.max_positions {
-            options.onnxruntime.max_seq = options.onnxruntime.max_seq.min(p);
+            options.max_seq = options.max_seq.min(p);
         }
         backend::open(&self.model, choice, &options)
     }

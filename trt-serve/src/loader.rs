@@ -10,6 +10,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+#[cfg(feature = "onnxruntime")]
 use trt_nlp::backend::onnxruntime::{cuda_device_count, Provider};
 use trt_nlp::backend::{BackendChoice, BackendOptions, DeviceInstance, LeastLoaded};
 use trt_nlp::tensor::{TensorBackend, TensorRuntime};
@@ -36,12 +37,14 @@ impl NlpLoader {
     /// its instance count and batch size, and the CPU for `KIND_CPU`.
     fn options_for(&self, config: &ModelConfig) -> BackendOptions {
         let mut options = self.backend.clone();
-        options.onnxruntime.sessions = config.instance_count;
-        options.onnxruntime.max_batch = config.max_batch_size;
-        options.contexts = config.instance_count;
-        options.onnxruntime.cuda_graph_max_batch = config.cuda_graph_max_batch;
-        if matches!(config.platform, Platform::OnnxRuntimeOnnx) && config.instance_kind == InstanceKind::Cpu {
-            options.onnxruntime.provider = Provider::Cpu;
+        options.instances = config.instance_count;
+        options.max_batch = config.max_batch_size;
+        #[cfg(feature = "onnxruntime")]
+        {
+            options.onnxruntime.cuda_graph_max_batch = config.cuda_graph_max_batch;
+            if matches!(config.platform, Platform::OnnxRuntimeOnnx) && config.instance_kind == InstanceKind::Cpu {
+                options.onnxruntime.provider = Provider::Cpu;
+            }
         }
         options
     }
@@ -50,17 +53,29 @@ impl NlpLoader {
 /// `options` for one device instance: `count` instances on GPU `gpu`, whichever backend runs them.
 fn on_gpu(options: &BackendOptions, gpu: u32, count: usize) -> BackendOptions {
     let mut options = options.clone();
-    options.onnxruntime.sessions = count;
-    options.contexts = count;
-    options.onnxruntime.provider = Provider::Cuda { device: gpu };
+    options.instances = count;
+    #[cfg(feature = "onnxruntime")]
+    {
+        options.onnxruntime.provider = Provider::Cuda { device: gpu };
+    }
     options.tensorrt_device = gpu as usize;
     options
 }
 
 /// Where `config` places its instances, the GPUs counted only for `KIND_GPU`.
 fn placement_of(config: &ModelConfig) -> ServeResult<Placement> {
-    let visible = if config.instance_kind == InstanceKind::Gpu { cuda_device_count().map_err(|e| e.to_string()) } else { Ok(0) };
+    let visible = if config.instance_kind == InstanceKind::Gpu { visible_gpus() } else { Ok(0) };
     place(config, visible)
+}
+
+/// The GPUs the CUDA driver reports (ONNX Runtime's probe where it is built
+/// in, else trt-cuda's: both open libcuda without panicking).
+fn visible_gpus() -> Result<usize, String> {
+    #[cfg(feature = "onnxruntime")]
+    let count = cuda_device_count().map_err(|e| e.to_string());
+    #[cfg(not(feature = "onnxruntime"))]
+    let count = trt_cuda::device_count().map_err(|e| e.to_string());
+    count
 }
 
 impl VersionLoader for NlpLoader {
@@ -74,7 +89,10 @@ impl VersionLoader for NlpLoader {
             Platform::TensorRtPlan => TensorRuntime::TensorRt,
             #[cfg(not(feature = "tensorrt"))]
             Platform::TensorRtPlan => return Err(without_tensorrt(config)),
+            #[cfg(feature = "onnxruntime")]
             Platform::OnnxRuntimeOnnx => TensorRuntime::OnnxRuntime,
+            #[cfg(not(feature = "onnxruntime"))]
+            Platform::OnnxRuntimeOnnx => return Err(without_onnxruntime(config)),
         };
         let mut options = self.options_for(config);
         if let Placement::Gpus(members) = placement_of(config)? {
@@ -115,7 +133,10 @@ impl VersionLoader for NlpLoader {
             Platform::TensorRtPlan => BackendChoice::TensorRt,
             #[cfg(not(feature = "tensorrt"))]
             Platform::TensorRtPlan => return Err(without_tensorrt(config)),
+            #[cfg(feature = "onnxruntime")]
             Platform::OnnxRuntimeOnnx => BackendChoice::OnnxRuntime,
+            #[cfg(not(feature = "onnxruntime"))]
+            Platform::OnnxRuntimeOnnx => return Err(without_onnxruntime(config)),
         };
         let open = |options: &BackendOptions, on: &str| {
             folder.backend(choice, options).map_err(|e| {
@@ -159,6 +180,15 @@ impl VersionLoader for NlpLoader {
 fn without_tensorrt(config: &ModelConfig) -> ServeError {
     ServeError::Unavailable(format!(
         "model '{}' is a TensorRT plan and this server was built without TensorRT (the tensorrt feature)",
+        config.name
+    ))
+}
+
+/// Why an `onnxruntime_onnx` model cannot load in a build without the `onnxruntime` feature.
+#[cfg(not(feature = "onnxruntime"))]
+fn without_onnxruntime(config: &ModelConfig) -> ServeError {
+    ServeError::Unavailable(format!(
+        "model '{}' is an ONNX model and this server was built without ONNX Runtime (the onnxruntime feature)",
         config.name
     ))
 }

@@ -8,7 +8,7 @@
 //! | module | executor | staging |
 //! |---|---|---|
 //! | `tensorrt` (the `tensorrt` feature) | TensorRT engine, a pool of execution contexts | the tokenizer writes into pinned host buffers; one upload, one enqueue, one download |
-//! | [`onnxruntime`] | ONNX Runtime, a pool of sessions | CPU: the tokenizer writes into host buffers that the session reads in place; CUDA: as TensorRT, through IO binding on one stream per session |
+//! | `onnxruntime` (the `onnxruntime` feature) | ONNX Runtime, a pool of sessions | CPU: the tokenizer writes into host buffers that the session reads in place; CUDA: as TensorRT, through IO binding on one stream per session |
 //!
 //! [`LeastLoaded`] puts several of them (one per GPU) behind one `Backend`,
 //! each batch on the least-loaded one.
@@ -26,11 +26,15 @@ use ndarray::{ArrayD, ArrayViewD, Axis, Slice};
 use crate::{BatchLayout, EncodedBatch, FloatElement, ModelLayout, Result};
 
 pub mod buckets;
+#[cfg(feature = "onnxruntime")]
 mod capture;
 mod least_loaded;
+#[cfg(feature = "onnxruntime")]
 pub mod onnxruntime;
+#[cfg(feature = "onnxruntime")]
 mod ort_cuda;
 mod select;
+#[cfg(any(feature = "tensorrt", feature = "onnxruntime"))]
 mod staging;
 #[cfg(feature = "tensorrt")]
 pub mod tensorrt;

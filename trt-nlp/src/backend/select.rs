@@ -7,7 +7,9 @@
 //! | ONNX | TensorRT (plan built once through the engine cache) if every step works here, else ONNX Runtime | TensorRT, or the step that failed | ONNX Runtime |
 //!
 //! Without the `tensorrt` feature, `Auto` is ONNX Runtime, `TensorRt` does not
-//! exist and a plan file is an error that says so.
+//! exist and a plan file is an error that says so. Without the `onnxruntime`
+//! feature, `Auto` is TensorRT (an ONNX file is built into a plan) and
+//! `OnnxRuntime` does not exist. With neither, every open is an error.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use trt::{Builder, EngineCache, OnnxParser, ProfileSpec, Runtime, SerializedEngi
 #[cfg(feature = "tensorrt")]
 use trt_cuda::Device;
 
+#[cfg(feature = "onnxruntime")]
 use super::onnxruntime::{OrtBackend, OrtBackendOptions};
 #[cfg(feature = "tensorrt")]
 use super::tensorrt::TensorRtBackend;
@@ -27,13 +30,15 @@ use crate::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum BackendChoice {
-    /// TensorRT where it can run here, else ONNX Runtime.
+    /// TensorRT where it can run here, else ONNX Runtime (each where its
+    /// feature is on).
     #[default]
     Auto,
     /// TensorRT only (the `tensorrt` feature).
     #[cfg(feature = "tensorrt")]
     TensorRt,
-    /// ONNX Runtime only.
+    /// ONNX Runtime only (the `onnxruntime` feature).
+    #[cfg(feature = "onnxruntime")]
     OnnxRuntime,
 }
 
@@ -46,20 +51,32 @@ impl std::str::FromStr for BackendChoice {
             "tensorrt" | "trt" => Ok(Self::TensorRt),
             #[cfg(not(feature = "tensorrt"))]
             "tensorrt" | "trt" => Err(Error::InvalidConfig("backend 'tensorrt': this build has no TensorRT (the tensorrt feature)".into())),
+            #[cfg(feature = "onnxruntime")]
             "onnxruntime" | "ort" => Ok(Self::OnnxRuntime),
+            #[cfg(not(feature = "onnxruntime"))]
+            "onnxruntime" | "ort" => {
+                Err(Error::InvalidConfig("backend 'onnxruntime': this build has no ONNX Runtime (the onnxruntime feature)".into()))
+            }
             other => Err(Error::InvalidConfig(format!("unknown backend '{other}' (auto, tensorrt, onnxruntime)"))),
         }
     }
 }
 
 /// Settings for [`open`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct BackendOptions {
-    /// ONNX Runtime: sessions, threads, provider; `max_batch` and `max_seq`
-    /// also bound the TensorRT profile built from an ONNX file.
+    /// Instances: ONNX Runtime sessions or TensorRT execution contexts, the
+    /// batches that run at once. Default 1.
+    pub instances: usize,
+    /// Largest batch, where the model does not fix it (ONNX Runtime), and the
+    /// batch bound of the TensorRT profile built from an ONNX file. Default 32.
+    pub max_batch: usize,
+    /// Longest sequence, as `max_batch`. Default 512 (BERT's position table).
+    pub max_seq: usize,
+    /// ONNX Runtime: threads, provider, optimization, CUDA graphs. Its
+    /// `sessions`, `max_batch` and `max_seq` are replaced by the fields above.
+    #[cfg(feature = "onnxruntime")]
     pub onnxruntime: OrtBackendOptions,
-    /// TensorRT execution contexts (0: as many as ONNX Runtime sessions).
-    pub contexts: usize,
     /// Where plans built from ONNX files are kept; `None`: built in memory
     /// on every open, kept nowhere.
     pub engine_cache: Option<PathBuf>,
@@ -68,47 +85,98 @@ pub struct BackendOptions {
     pub tensorrt_device: usize,
 }
 
-/// The backend for `model` (a plan or an ONNX file) under `choice`.
-#[cfg(not(feature = "tensorrt"))]
-pub fn open(model: &Path, choice: BackendChoice, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
-    match (choice, is_plan(model)) {
-        (_, true) => Err(Error::InvalidConfig(format!(
-            "{} is a TensorRT plan; this build has no TensorRT (the tensorrt feature) and ONNX Runtime runs ONNX files",
-            model.display()
-        ))),
-        (BackendChoice::Auto | BackendChoice::OnnxRuntime, false) => onnxruntime(model, options),
+impl Default for BackendOptions {
+    fn default() -> Self {
+        BackendOptions {
+            instances: 1,
+            max_batch: 32,
+            max_seq: 512,
+            #[cfg(feature = "onnxruntime")]
+            onnxruntime: OrtBackendOptions::default(),
+            engine_cache: None,
+            tensorrt_device: 0,
+        }
     }
 }
 
 /// The backend for `model` (a plan or an ONNX file) under `choice`.
-#[cfg(feature = "tensorrt")]
 pub fn open(model: &Path, choice: BackendChoice, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
     let plan = is_plan(model);
-    match (choice, plan) {
-        (BackendChoice::OnnxRuntime, true) => {
+    match choice {
+        #[cfg(feature = "onnxruntime")]
+        BackendChoice::OnnxRuntime if plan => {
             Err(Error::InvalidConfig(format!("{} is a TensorRT plan; ONNX Runtime runs ONNX files", model.display())))
         }
-        (BackendChoice::OnnxRuntime, false) => onnxruntime(model, options),
-        (_, true) | (BackendChoice::TensorRt, false) => {
-            let backend = tensorrt(model, plan, options)?;
+        #[cfg(feature = "onnxruntime")]
+        BackendChoice::OnnxRuntime => onnxruntime(model, options),
+        #[cfg(feature = "tensorrt")]
+        BackendChoice::TensorRt => tensorrt_logged(model, plan, options),
+        BackendChoice::Auto => auto(model, plan, options),
+    }
+}
+
+/// `Auto` with both backends: TensorRT for plans; for ONNX files TensorRT
+/// where every step works here, else ONNX Runtime, with the reason logged.
+#[cfg(all(feature = "tensorrt", feature = "onnxruntime"))]
+fn auto(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
+    if plan {
+        return tensorrt_logged(model, plan, options);
+    }
+    match tensorrt(model, false, options) {
+        Ok(backend) => {
             tracing::info!("{}: backend tensorrt", model.display());
             Ok(backend)
         }
-        (_, false) => match tensorrt(model, false, options) {
-            Ok(backend) => {
-                tracing::info!("{}: backend tensorrt", model.display());
-                Ok(backend)
-            }
-            Err(why) => {
-                tracing::info!("{}: backend onnxruntime (TensorRT cannot run it here: {why})", model.display());
-                onnxruntime(model, options)
-            }
-        },
+        Err(why) => {
+            tracing::info!("{}: backend onnxruntime (TensorRT cannot run it here: {why})", model.display());
+            onnxruntime(model, options)
+        }
     }
 }
 
+/// `Auto` with TensorRT alone.
+#[cfg(all(feature = "tensorrt", not(feature = "onnxruntime")))]
+fn auto(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
+    tensorrt_logged(model, plan, options)
+}
+
+/// `Auto` with ONNX Runtime alone.
+#[cfg(all(not(feature = "tensorrt"), feature = "onnxruntime"))]
+fn auto(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
+    if plan {
+        return Err(Error::InvalidConfig(format!(
+            "{} is a TensorRT plan; this build has no TensorRT (the tensorrt feature) and ONNX Runtime runs ONNX files",
+            model.display()
+        )));
+    }
+    onnxruntime(model, options)
+}
+
+/// `Auto` with no backend built in.
+#[cfg(not(any(feature = "tensorrt", feature = "onnxruntime")))]
+fn auto(model: &Path, _plan: bool, _options: &BackendOptions) -> Result<Arc<dyn Backend>> {
+    Err(Error::InvalidConfig(format!(
+        "{}: this build has no backend (enable the tensorrt or onnxruntime feature of trt-nlp)",
+        model.display()
+    )))
+}
+
+#[cfg(feature = "onnxruntime")]
 fn onnxruntime(model: &Path, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
-    Ok(Arc::new(OrtBackend::new(model, &options.onnxruntime)?))
+    let ort = OrtBackendOptions {
+        sessions: options.instances.max(1),
+        max_batch: options.max_batch,
+        max_seq: options.max_seq,
+        ..options.onnxruntime.clone()
+    };
+    Ok(Arc::new(OrtBackend::new(model, &ort)?))
+}
+
+#[cfg(feature = "tensorrt")]
+fn tensorrt_logged(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
+    let backend = tensorrt(model, plan, options)?;
+    tracing::info!("{}: backend tensorrt", model.display());
+    Ok(backend)
 }
 
 /// TensorRT on the GPU `options.tensorrt_device` names, each step's failure a
@@ -121,8 +189,7 @@ fn tensorrt(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dy
     let device = Device::new(options.tensorrt_device)?;
     let bytes = if plan { SerializedEngine::load(model)? } else { build_plan(model, options, &device)? };
     let engine = Runtime::new()?.deserialize_on(bytes.as_bytes(), &device)?;
-    let contexts = if options.contexts == 0 { options.onnxruntime.sessions.max(1) } else { options.contexts };
-    Ok(Arc::new(TensorRtBackend::new(&engine, &device, contexts)?))
+    Ok(Arc::new(TensorRtBackend::new(&engine, &device, options.instances.max(1))?))
 }
 
 /// The plan of an ONNX file, from the engine cache or built into it, with one
@@ -137,7 +204,7 @@ fn build_plan(model: &Path, options: &BackendOptions, device: &Device) -> Result
         parsed.network().inputs().into_iter().filter(|i| i.is_dynamic()).map(|i| i.name).collect()
     };
     let names: Vec<&str> = dynamic.iter().map(String::as_str).collect();
-    let (b, s) = (options.onnxruntime.max_batch.max(1) as i64, options.onnxruntime.max_seq.max(1) as i64);
+    let (b, s) = (options.max_batch.max(1) as i64, options.max_seq.max(1) as i64);
     let range = ShapeRange::new(&[1, 1], &[b.min(8), s.min(128)], &[b, s]);
     let spec = ProfileSpec::new().with_all(&names, range);
     match &options.engine_cache {

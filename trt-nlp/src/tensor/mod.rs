@@ -7,7 +7,7 @@
 //! | [`Tensor`], [`TensorData`] | an owned tensor of any [`ElementType`]: little-endian bytes in and out, stacking along the batch axis, rows cut back out |
 //! | [`TensorSpec`] | a model input or output as the model file declares it (name, type, shape with -1 where dynamic) |
 //! | [`TensorBackend`] | the seam to an executor: named tensors in, named tensors out; one implementation per runtime |
-//! | [`onnxruntime`] | ONNX Runtime: a pool of sessions |
+//! | `onnxruntime` (the `onnxruntime` feature) | ONNX Runtime: a pool of sessions |
 //! | `tensorrt` (the `tensorrt` feature) | TensorRT: a pool of execution contexts, device buffers sized per batch |
 //! | [`open`] | the backend for a model file and a runtime |
 //!
@@ -16,6 +16,7 @@
 //! made and is handed over as it is.
 
 mod data;
+#[cfg(feature = "onnxruntime")]
 pub mod onnxruntime;
 #[cfg(feature = "tensorrt")]
 pub mod tensorrt;
@@ -106,23 +107,27 @@ pub(crate) fn check_inputs(specs: &[TensorSpec], inputs: &[(&str, &Tensor)]) -> 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TensorRuntime {
-    /// ONNX Runtime over an ONNX file.
+    /// ONNX Runtime over an ONNX file (the `onnxruntime` feature).
+    #[cfg(feature = "onnxruntime")]
     OnnxRuntime,
     /// TensorRT over a serialized plan (the `tensorrt` feature).
     #[cfg(feature = "tensorrt")]
     TensorRt,
 }
 
-/// The tensor backend for `model` on `runtime`: ONNX Runtime sessions as
-/// `options.onnxruntime` says (`sessions`, threads, provider), or TensorRT
-/// contexts (`options.contexts`) on `options.tensorrt_device`.
+/// The tensor backend for `model` on `runtime`: `options.instances` ONNX
+/// Runtime sessions with `options.onnxruntime`'s threads and provider, or as
+/// many TensorRT contexts on `options.tensorrt_device`.
 pub fn open(model: &Path, runtime: TensorRuntime, options: &BackendOptions) -> Result<Arc<dyn TensorBackend>> {
     match runtime {
-        TensorRuntime::OnnxRuntime => Ok(Arc::new(onnxruntime::OrtTensorBackend::new(model, &options.onnxruntime)?)),
+        #[cfg(feature = "onnxruntime")]
+        TensorRuntime::OnnxRuntime => {
+            let ort = crate::backend::onnxruntime::OrtBackendOptions { sessions: options.instances.max(1), ..options.onnxruntime.clone() };
+            Ok(Arc::new(onnxruntime::OrtTensorBackend::new(model, &ort)?))
+        }
         #[cfg(feature = "tensorrt")]
         TensorRuntime::TensorRt => {
-            let contexts = if options.contexts == 0 { options.onnxruntime.sessions.max(1) } else { options.contexts };
-            Ok(Arc::new(tensorrt::TensorRtTensorBackend::open(model, options.tensorrt_device, contexts)?))
+            Ok(Arc::new(tensorrt::TensorRtTensorBackend::open(model, options.tensorrt_device, options.instances.max(1))?))
         }
     }
 }
