@@ -1,6 +1,6 @@
 //! Throughput and memory of the default model's FP16 TensorRT engine against
 //! PyTorch (eager FP16, transformers BertModel with the same weights) on the
-//! same GPU, in one run: `cargo bench -p trt --bench engine_vs_pytorch`.
+//! same GPU, in one run: `cargo bench -p trt-rs --bench engine_vs_pytorch`.
 //!
 //! Prints, per batch size, sequences/s for both and the engine's device memory
 //! (weights + activations, measured as free memory before and after loading)

@@ -3,7 +3,7 @@
 //! dynamic profile, show their I/O, save the plans, and try to load them on
 //! this machine's GPU (reporting exactly why when TensorRT cannot run there).
 //!
-//! `cargo run --release -p trt --example demo [MODEL_DIR]`
+//! `cargo run --release -p trt-rs --example demo [MODEL_DIR]`
 
 use std::path::PathBuf;
 use std::time::Instant;

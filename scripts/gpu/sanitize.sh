@@ -3,7 +3,7 @@
 # memcheck (with leak check), racecheck, synccheck and initcheck over
 # each prebuilt test binary in .gpu/sanitize/. The host has no Rust: build here,
 # on the development machine, from the repository root:
-#   { cargo test --no-run -p trt-cuda --test cuda; cargo test --no-run -p trt --lib; } 2>&1 | grep -o 'target/debug/deps/[a-z_]*-[0-9a-f]*' | sort -u
+#   { cargo test --no-run -p trt-cuda --test cuda; cargo test --no-run -p trt-rs --lib; } 2>&1 | grep -o 'target/debug/deps/[a-z_]*-[0-9a-f]*' | sort -u
 #   mkdir -p .gpu/sanitize
 #   cp target/debug/deps/cuda-<hash> .gpu/sanitize/cuda       # tests/cuda.rs: trt-cuda (streams, buffers, graphs)
 #   cp target/debug/deps/trt-<hash>  .gpu/sanitize/trt-lib    # trt's unit tests (the context work order)
