@@ -80,6 +80,8 @@ pub trait TensorBackend: Send + Sync + std::fmt::Debug {
 /// Checks `inputs` against `specs` (each given once, each known, type and
 /// shape fitting) so every executor refuses a wrong tensor the same way,
 /// naming it.
+// Used by the runtimes; a build with neither has none.
+#[cfg_attr(not(any(feature = "tensorrt", feature = "onnxruntime")), allow(dead_code))]
 pub(crate) fn check_inputs(specs: &[TensorSpec], inputs: &[(&str, &Tensor)]) -> Result<()> {
     for (i, (name, t)) in inputs.iter().enumerate() {
         let bad = |problem: String| Error::Tensor { tensor: (*name).to_owned(), problem };
@@ -119,6 +121,9 @@ pub enum TensorRuntime {
 /// Runtime sessions with `options.onnxruntime`'s threads and provider, or as
 /// many TensorRT contexts on `options.tensorrt_device`.
 pub fn open(model: &Path, runtime: TensorRuntime, options: &BackendOptions) -> Result<Arc<dyn TensorBackend>> {
+    // With neither feature `TensorRuntime` has no value: nothing to open.
+    #[cfg(not(any(feature = "tensorrt", feature = "onnxruntime")))]
+    let _ = (model, options);
     match runtime {
         #[cfg(feature = "onnxruntime")]
         TensorRuntime::OnnxRuntime => {
