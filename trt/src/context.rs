@@ -379,10 +379,6 @@ impl ExecutionContext {
         self.raw.as_ref().expect("non-null context")
     }
 
-    pub(crate) fn profiler_slot(&mut self) -> &mut Option<crate::profiler::Profiler> {
-        &mut self.profiler
-    }
-
     /// The active optimization profile.
     pub fn profile(&self) -> usize {
         self.profile
@@ -636,6 +632,53 @@ impl ExecutionContext {
         let Bindings { stream, entries } = bindings;
         drop(entries);
         Ok(Enqueued { stream: Some(stream), _buffers: std::marker::PhantomData })
+    }
+}
+
+/// Per-layer timing: the context's side of `IProfiler` ([`crate::profiler`]).
+impl ExecutionContext {
+    /// Report each layer's time to `profiler` (`setProfiler`). With the
+    /// default (`enqueue_emits_profile` on), every enqueue reports; off, call
+    /// [`report_to_profiler`](Self::report_to_profiler) after the stream
+    /// completed. A profiler it replaces is returned.
+    pub fn set_profiler(&mut self, mut profiler: crate::profiler::Profiler) -> Result<Option<crate::profiler::Profiler>> {
+        let pinned = profiler.pin();
+        call("setProfiler", || ffi::context_set_profiler(self.pin(), pinned))?;
+        Ok(self.profiler.replace(profiler))
+    }
+
+    /// Detach the profiler (`setProfiler(nullptr)`) and hand it back.
+    pub fn clear_profiler(&mut self) -> Result<Option<crate::profiler::Profiler>> {
+        call("setProfiler", || ffi::context_clear_profiler(self.pin()))?;
+        Ok(self.profiler.take())
+    }
+
+    /// Whether each enqueue reports to the profiler (`setEnqueueEmitsProfile`;
+    /// on by default). Off, an enqueue is not slowed by reporting and
+    /// [`report_to_profiler`](Self::report_to_profiler) reports the last one.
+    pub fn set_enqueue_emits_profile(&mut self, on: bool) -> Result<()> {
+        call("setEnqueueEmitsProfile", || ffi::context_set_enqueue_emits_profile(self.pin(), on))?;
+        Ok(())
+    }
+
+    /// Report the last execution's layer times (`reportToProfiler`); the
+    /// stream it ran on must have completed. Errors when no profiler is set,
+    /// when TensorRT refuses, or when the callbacks panicked.
+    pub fn report_to_profiler(&mut self) -> Result<()> {
+        if self.profiler.is_none() {
+            return Err(Error::InvalidArgument("report_to_profiler needs a profiler (set_profiler)".into()));
+        }
+        let (ok, messages) = call("reportToProfiler", || ffi::context_report_to_profiler(self.get_raw()))?;
+        self.profiler_error()?;
+        if !ok {
+            return Err(Error::TensorRt { operation: "reportToProfiler", messages });
+        }
+        Ok(())
+    }
+
+    /// [`Error::CallbackPanicked`] when the attached profiler's callbacks panicked.
+    pub fn profiler_error(&mut self) -> Result<()> {
+        self.profiler.as_ref().map_or(Ok(()), crate::profiler::Profiler::check)
     }
 }
 

@@ -1,12 +1,14 @@
 //! Per-layer timing (`IProfiler`): a C++ profiler forwarding each layer's time
-//! to boxed Rust callbacks, attached to an [`ExecutionContext`], and
+//! to boxed Rust callbacks, attached to an execution context
+//! ([`ExecutionContext::set_profiler`](crate::ExecutionContext::set_profiler)), and
 //! [`LayerTimes`], callbacks that keep every iteration's times and summarize
 //! them per layer (median, mean, share of the total), as trtexec's
 //! `--dumpProfile` does.
 //!
 //! A panic in the callbacks never unwinds into TensorRT: it is caught on the
 //! Rust side, later reports are dropped, and the next call that reports
-//! ([`ExecutionContext::report_to_profiler`], [`ExecutionContext::profiler_error`])
+//! ([`report_to_profiler`](crate::ExecutionContext::report_to_profiler),
+//! [`profiler_error`](crate::ExecutionContext::profiler_error))
 //! returns [`Error::CallbackPanicked`].
 
 use std::collections::HashMap;
@@ -17,8 +19,7 @@ use trt_sys::ffi;
 
 pub use trt_sys::callbacks::ProfilerCallbacks;
 
-use crate::call::{call, call_owned};
-use crate::context::ExecutionContext;
+use crate::call::call_owned;
 use crate::{Error, Result};
 
 /// A TensorRT profiler forwarding to Rust callbacks.
@@ -58,58 +59,12 @@ impl Profiler {
         }
     }
 
-    fn pin(&mut self) -> std::pin::Pin<&mut ffi::Profiler> {
+    pub(crate) fn pin(&mut self) -> std::pin::Pin<&mut ffi::Profiler> {
         self.raw.as_mut().expect("non-null profiler")
     }
 
     pub(crate) fn raw_ptr(&self) -> *mut ffi::Profiler {
         self.raw.as_mut_ptr()
-    }
-}
-
-impl ExecutionContext {
-    /// Report each layer's time to `profiler` (`setProfiler`). With the
-    /// default (`enqueue_emits_profile` on), every enqueue reports; off, call
-    /// [`report_to_profiler`](Self::report_to_profiler) after the stream
-    /// completed. A profiler it replaces is returned.
-    pub fn set_profiler(&mut self, mut profiler: Profiler) -> Result<Option<Profiler>> {
-        let pinned = profiler.pin();
-        call("setProfiler", || ffi::context_set_profiler(self.pin(), pinned))?;
-        Ok(self.profiler_slot().replace(profiler))
-    }
-
-    /// Detach the profiler (`setProfiler(nullptr)`) and hand it back.
-    pub fn clear_profiler(&mut self) -> Result<Option<Profiler>> {
-        call("setProfiler", || ffi::context_clear_profiler(self.pin()))?;
-        Ok(self.profiler_slot().take())
-    }
-
-    /// Whether each enqueue reports to the profiler (`setEnqueueEmitsProfile`;
-    /// on by default). Off, an enqueue is not slowed by reporting and
-    /// [`report_to_profiler`](Self::report_to_profiler) reports the last one.
-    pub fn set_enqueue_emits_profile(&mut self, on: bool) -> Result<()> {
-        call("setEnqueueEmitsProfile", || ffi::context_set_enqueue_emits_profile(self.pin(), on))?;
-        Ok(())
-    }
-
-    /// Report the last execution's layer times (`reportToProfiler`); the
-    /// stream it ran on must have completed. Errors when no profiler is set,
-    /// when TensorRT refuses, or when the callbacks panicked.
-    pub fn report_to_profiler(&mut self) -> Result<()> {
-        if self.profiler_slot().is_none() {
-            return Err(Error::InvalidArgument("report_to_profiler needs a profiler (set_profiler)".into()));
-        }
-        let (ok, messages) = call("reportToProfiler", || ffi::context_report_to_profiler(self.get_raw()))?;
-        self.profiler_error()?;
-        if !ok {
-            return Err(Error::TensorRt { operation: "reportToProfiler", messages });
-        }
-        Ok(())
-    }
-
-    /// [`Error::CallbackPanicked`] when the attached profiler's callbacks panicked.
-    pub fn profiler_error(&mut self) -> Result<()> {
-        self.profiler_slot().as_ref().map_or(Ok(()), Profiler::check)
     }
 }
 
