@@ -58,20 +58,81 @@ pub fn filter(rust_log: Option<&str>, default: LevelFilter) -> Result<EnvFilter>
     }
 }
 
-/// Installs the subscriber for the whole process (once; a second call is a no-op).
-pub fn init(format: LogFormat, default: LevelFilter) -> Result<()> {
+/// Keeps the OpenTelemetry exporter (with `--otlp-endpoint`) until the
+/// process ends; dropping it flushes the spans still batched.
+#[derive(Default)]
+pub struct LogGuard {
+    #[cfg(feature = "otel")]
+    provider: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
+}
+
+impl Drop for LogGuard {
+    fn drop(&mut self) {
+        #[cfg(feature = "otel")]
+        if let Some(p) = self.provider.take() {
+            let _ = p.shutdown();
+        }
+    }
+}
+
+/// Installs the subscriber for the whole process (once; a second call is a
+/// no-op), exporting spans to `otlp` where given (`otel` feature).
+pub fn init(format: LogFormat, default: LevelFilter, otlp: Option<&str>) -> Result<LogGuard> {
     let filter = filter(std::env::var("RUST_LOG").ok().as_deref(), default)?;
     let text = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false);
-    let installed = match format {
-        LogFormat::Text => tracing_subscriber::registry().with(filter).with(text).try_init(),
-        LogFormat::Json => {
-            let json = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).json().flatten_event(true);
-            tracing_subscriber::registry().with(filter).with(json).try_init()
-        }
-    };
-    // Only a subscriber installed earlier in this process makes it fail; that one stays.
-    drop(installed);
-    Ok(())
+    match format {
+        LogFormat::Text => install(filter, text, otlp),
+        LogFormat::Json => install(filter, text.json().flatten_event(true), otlp),
+    }
+}
+
+type Filtered = tracing_subscriber::layer::Layered<EnvFilter, tracing_subscriber::Registry>;
+
+fn install<L>(filter: EnvFilter, format: L, otlp: Option<&str>) -> Result<LogGuard>
+where
+    L: tracing_subscriber::Layer<Filtered> + Send + Sync + 'static,
+{
+    let base = tracing_subscriber::registry().with(filter).with(format);
+    #[cfg(feature = "otel")]
+    if let Some(endpoint) = otlp {
+        let (layer, provider) = otel::layer(endpoint)?;
+        // Only a subscriber installed earlier in this process makes it fail; that one stays.
+        let _ = base.with(layer).try_init();
+        return Ok(LogGuard { provider: Some(provider) });
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = otlp;
+    let _ = base.try_init();
+    Ok(LogGuard::default())
+}
+
+/// The OTLP/HTTP export of spans (`otel` feature).
+#[cfg(feature = "otel")]
+mod otel {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_otlp::WithExportConfig;
+    use opentelemetry_sdk::trace::SdkTracerProvider;
+    use tracing_subscriber::registry::LookupSpan;
+
+    use crate::error::{CliError, Result};
+
+    /// The layer that turns spans into OpenTelemetry spans, and its provider
+    /// (a batch processor on its own thread, exporting to `endpoint`, e.g.
+    /// `http://collector:4318/v1/traces`).
+    pub fn layer<S>(endpoint: &str) -> Result<(impl tracing_subscriber::Layer<S>, SdkTracerProvider)>
+    where
+        S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_endpoint(endpoint)
+            .build()
+            .map_err(|e| CliError::new(format!("--otlp-endpoint {endpoint}: {e}")))?;
+        let resource = opentelemetry_sdk::Resource::builder().with_service_name("trt").build();
+        let provider = SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build();
+        let tracer = provider.tracer("trt");
+        Ok((tracing_opentelemetry::layer().with_tracer(tracer), provider))
+    }
 }
 
 #[cfg(test)]

@@ -55,6 +55,12 @@ struct Cli {
     #[arg(long, value_enum, default_value_t = logging::LogFormat::Text, global = true)]
     log_format: logging::LogFormat,
 
+    /// Export spans (one per server request) over OTLP/HTTP to this URL, e.g.
+    /// http://collector:4318/v1/traces.
+    #[cfg(feature = "otel")]
+    #[arg(long, value_name = "URL", global = true)]
+    otlp_endpoint: Option<String>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -111,10 +117,17 @@ fn set_tensorrt_threshold(verbose: u8) {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let serve = matches!(cli.command, Command::Serve(_));
-    if let Err(e) = logging::init(cli.log_format, logging::default_level(serve, cli.verbose)) {
-        eprintln!("error: {}", e.one_line());
-        return ExitCode::from(e.code());
-    }
+    #[cfg(feature = "otel")]
+    let otlp = cli.otlp_endpoint.as_deref();
+    #[cfg(not(feature = "otel"))]
+    let otlp = None;
+    let _log = match logging::init(cli.log_format, logging::default_level(serve, cli.verbose), otlp) {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("error: {}", e.one_line());
+            return ExitCode::from(e.code());
+        }
+    };
     #[cfg(feature = "tensorrt")]
     set_tensorrt_threshold(cli.verbose);
     let result = match cli.command {

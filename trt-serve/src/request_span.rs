@@ -63,6 +63,23 @@ fn traceparent(headers: &HeaderMap) -> Option<Result<TraceParent, TraceParentErr
     })
 }
 
+/// With the `otel` feature: the caller's span (from `traceparent`) as the
+/// OpenTelemetry parent of the request's span, so an exported trace goes on
+/// from the caller's.
+#[cfg(feature = "otel")]
+fn remote_parent(span: &tracing::Span, t: &TraceParent) {
+    use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let caller = SpanContext::new(
+        TraceId::from_bytes(t.trace_id),
+        SpanId::from_bytes(t.parent_id),
+        TraceFlags::new(t.flags),
+        true,
+        TraceState::default(),
+    );
+    let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(caller));
+}
+
 /// Wraps a router (axum) or the gRPC server (tonic) so each request runs in its span.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RequestSpanLayer;
@@ -113,6 +130,8 @@ where
                 span.record("trace_id", t.trace_id_hex());
                 span.record("parent_id", t.parent_id_hex());
                 span.record("sampled", t.sampled());
+                #[cfg(feature = "otel")]
+                remote_parent(&span, &t);
             }
             Some(Err(e)) => span.in_scope(|| tracing::debug!(target: "trt_serve::request", "traceparent ignored: {e}")),
             None => {}
