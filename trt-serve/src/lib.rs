@@ -53,6 +53,7 @@ pub mod model_control;
 pub mod openai;
 pub mod placement;
 pub mod repository;
+mod repository_sync;
 pub mod request_span;
 pub mod server;
 pub mod service;

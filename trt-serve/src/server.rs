@@ -208,8 +208,8 @@ pub fn run(options: ServeOptions, on_ready: impl FnOnce(Bound)) -> Result<(), cr
         let control = options.control.clone();
         let repository = crate::repository::Repository::new(&options.repository, options.limits, Arc::new(options.loader))?;
         let repository = Arc::new(repository.with_control(control.clone()));
-        control.load_at_start(&repository).await?;
-        control.spawn_poller(repository.clone());
+        crate::repository_sync::load_at_start(&control, &repository).await?;
+        crate::repository_sync::spawn_poller(&control, repository.clone());
         let shutdown = shutdown_signal();
         let service = Arc::new(Service { repository, metrics: Arc::new(crate::metrics::Metrics::new()) });
         on_ready(bound);
