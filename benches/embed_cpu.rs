@@ -22,7 +22,6 @@
 //! library so both sides run the same build).
 //! Last line: `ratio_vs_python_onnxruntime: X.XX`.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
@@ -64,11 +63,7 @@ fn main() {
 
     let generator = TokenizerPipeline::builder(MAX_LEN).threads(1).from_file(&tokenizer).expect("tokenizer loads");
     let texts = texts::generate_texts(generator.tokenizer(), n);
-    let mut file = tempfile::NamedTempFile::new().expect("temp file");
-    for t in &texts {
-        writeln!(file, "{t}").expect("texts written");
-    }
-    file.flush().expect("texts written");
+    let file = texts::write_temp(&texts);
     let saved = tempfile::Builder::new().suffix(".npy").tempfile().expect("temp file");
     println!(
         "embed bench: {n} texts (seed {:#x}), batch {batch}, max_len {MAX_LEN}, {threads} threads of {cores} cores, model {}",

@@ -33,7 +33,6 @@
 //! `EMBED_CUDA_REPEATS` (3), `EMBED_CUDA_SINGLE` (500), `BENCH_PYTHON`
 //! (python3). Ratios print as `ratio_*: X.XX` (above 1: faster than the peer).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -116,11 +115,7 @@ fn main() {
 
     let generator = TokenizerPipeline::builder(MAX_LEN).threads(1).from_file(&tokenizer).expect("tokenizer loads");
     let texts = texts::generate_texts(generator.tokenizer(), n);
-    let mut file = tempfile::NamedTempFile::new().expect("temp file");
-    for t in &texts {
-        writeln!(file, "{t}").expect("texts written");
-    }
-    file.flush().expect("texts written");
+    let file = texts::write_temp(&texts);
     println!(
         "embed_cuda: {n} texts (seed {:#x}), batch {batch}, max_len {MAX_LEN}, {} on {}, model {}",
         texts::SEED,

@@ -22,7 +22,7 @@ import json
 import time
 
 import numpy as np
-from tokenizers import Tokenizer
+from bench_texts import padded_tokenizer, read_texts
 
 
 def make_onnxruntime(args):
@@ -98,13 +98,8 @@ def main():
     ap.add_argument("--save")
     args = ap.parse_args()
 
-    with open(args.texts, encoding="utf-8") as f:
-        texts = f.read().split("\n")
-    if texts and texts[-1] == "":
-        texts.pop()
-    tok = Tokenizer.from_file(args.tokenizer)
-    tok.enable_truncation(args.max_len)
-    tok.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]")
+    texts = read_texts(args.texts)
+    tok = padded_tokenizer(args.tokenizer, args.max_len)
     run, what, peak = (make_onnxruntime if args.mode == "onnxruntime" else make_torch)(args)
 
     orders = {

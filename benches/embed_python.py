@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 import onnxruntime as ort
-from tokenizers import Tokenizer
+from bench_texts import padded_tokenizer, read_texts
 
 
 def embed(session, tok, texts, batch, order):
@@ -53,14 +53,8 @@ def main():
     ap.add_argument("--save", help="write the length-sorted run's embeddings here (.npy)")
     args = ap.parse_args()
 
-    with open(args.texts, encoding="utf-8") as f:
-        texts = f.read().split("\n")
-    if texts and texts[-1] == "":
-        texts.pop()
-
-    tok = Tokenizer.from_file(args.tokenizer)
-    tok.enable_truncation(args.max_len)
-    tok.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]")
+    texts = read_texts(args.texts)
+    tok = padded_tokenizer(args.tokenizer, args.max_len)
     so = ort.SessionOptions()
     so.intra_op_num_threads = args.threads
     so.inter_op_num_threads = 1

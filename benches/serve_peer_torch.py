@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import uvicorn
 from fastapi import FastAPI, HTTPException, Request
-from tokenizers import Tokenizer
+from bench_texts import padded_tokenizer
 from transformers import BertModel
 
 
@@ -40,9 +40,7 @@ def main():
 
     device = torch.device("cuda")
     model = BertModel.from_pretrained(args.weights, torch_dtype=torch.float16).to(device).eval()
-    tok = Tokenizer.from_file(args.tokenizer)
-    tok.enable_truncation(args.max_len)
-    tok.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]")
+    tok = padded_tokenizer(args.tokenizer, args.max_len)
     lock = threading.Lock()
 
     def embed(texts):

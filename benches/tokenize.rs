@@ -22,7 +22,6 @@
 //! The last line is `ratio_vs_python_tokenizers: X.XX`: all cores, Rust texts/s
 //! over Python's best texts/s.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
@@ -155,11 +154,7 @@ fn main() {
 
     let generator = TokenizerPipeline::builder(MAX_LEN).threads(1).from_file(&tokenizer_json).expect("tokenizer loads");
     let texts = generate_texts(generator.tokenizer(), n);
-    let mut file = tempfile::NamedTempFile::new().expect("temp file");
-    for t in &texts {
-        writeln!(file, "{t}").expect("texts written");
-    }
-    file.flush().expect("texts written");
+    let file = texts::write_temp(&texts);
     let texts_file = file.path().to_owned();
 
     let words: usize = texts.iter().map(|t| t.split(' ').count()).sum();

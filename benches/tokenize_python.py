@@ -20,6 +20,7 @@ import json
 import time
 
 import numpy as np
+from bench_texts import read_texts
 from tokenizers import Tokenizer
 
 
@@ -47,10 +48,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
 
-    with open(args.texts, encoding="utf-8") as f:
-        texts = f.read().split("\n")
-    if texts and texts[-1] == "":
-        texts.pop()
+    texts = read_texts(args.texts)
 
     tok = Tokenizer.from_file(args.tokenizer)
     tok.enable_truncation(args.max_len)

@@ -50,3 +50,14 @@ pub fn generate_texts(tokenizer: &tokenizers::Tokenizer, n: usize) -> Vec<String
         })
         .collect()
 }
+
+/// `texts` in a temporary file, one per line, for the Python side of a bench.
+pub fn write_temp(texts: &[String]) -> tempfile::NamedTempFile {
+    use std::io::Write;
+    let mut file = tempfile::NamedTempFile::new().expect("temp file");
+    for t in texts {
+        writeln!(file, "{t}").expect("texts written");
+    }
+    file.flush().expect("texts written");
+    file
+}
