@@ -2,7 +2,8 @@
 //! on 127.0.0.1 with ephemeral ports: `none` refuses the repository API's
 //! load and unload naming the mode; `explicit` loads only `--load-model`
 //! (or `*`) and allows load / unload; `poll` picks up a new version under
-//! traffic with no failed request, a new model, and a removed one; readiness
+//! traffic with no failed request, a new model, and a removed one, and
+//! reopens a version whose files changed; readiness
 //! follows `--strict-readiness`. Bounded: each server ready within 120 s,
 //! every wait and the traffic loop with a deadline and a count.
 
@@ -185,6 +186,30 @@ fn mode_poll_picks_up_versions_and_models_under_traffic_with_no_failure() {
     std::fs::remove_dir_all(repo.path().join("c")).unwrap();
     eventually(Duration::from_secs(60), "removed model c unloaded", || request(&server.http, "GET", "/v2/models/c/ready", "").0 != 200);
     assert_eq!(request(&server.http, "POST", "/v2/models/a/infer", INFER).0, 200, "a still serves");
+    stop(server);
+}
+
+#[test]
+fn mode_poll_reopens_a_version_whose_files_changed() {
+    let minilm = serve::minilm(&common::deps());
+    let repo = tempfile::tempdir().unwrap();
+    // Version 1 starts as the FP32 model (a symlink), then its model.onnx is
+    // replaced by the FP16 model: same version number, same config, other
+    // weights, so other logits once the version is reopened.
+    add_model(repo.path(), "a", &config(), &minilm, ("model.onnx", None));
+    let server = start(repo.path(), &["--model-control-mode", "poll", "--repository-poll-secs", "1"]);
+    let logits = || {
+        let (code, body) = request(&server.http, "POST", "/v2/models/a/infer", INFER);
+        assert_eq!(code, 200, "{body}");
+        body
+    };
+    let before = logits();
+    let file = repo.path().join("a/1/model.onnx");
+    let staged = repo.path().join("a/1/.model.onnx.new");
+    std::os::unix::fs::symlink(minilm.join("model_fp16.onnx").canonicalize().unwrap(), &staged).unwrap();
+    std::fs::rename(&staged, &file).unwrap();
+    eventually(Duration::from_secs(60), "version 1 reopened with the new file", || logits() != before);
+    assert!(logits().contains(r#""model_version":"1""#));
     stop(server);
 }
 

@@ -242,6 +242,12 @@ impl Repository {
 
     /// Loads or reloads model `name` (the repository extension's `load`).
     pub async fn load(&self, name: &str) -> ServeResult<()> {
+        self.reload(name, &[]).await
+    }
+
+    /// [`Repository::load`], opening the versions in `reopen` again even when
+    /// the config is unchanged (their files changed on disk).
+    pub async fn reload(&self, name: &str, reopen: &[u64]) -> ServeResult<()> {
         let dir = self.model_dir(name)?;
         let _one_at_a_time = self.changes.lock().await;
         let text = match std::fs::read_to_string(dir.join("config.pbtxt")) {
@@ -263,7 +269,7 @@ impl Repository {
         }
         let mut versions = BTreeMap::new();
         for v in wanted {
-            if same_config {
+            if same_config && !reopen.contains(&v) {
                 if let Some(state @ VersionState::Ready(_)) = previous.versions.get(&v) {
                     versions.insert(v, state.clone());
                     continue;

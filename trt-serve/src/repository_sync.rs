@@ -43,8 +43,37 @@ pub(crate) fn spawn_poller(control: &ModelControl, repository: Arc<Repository>) 
     });
 }
 
-/// What polling compares: the config text and the version folder numbers.
-type Fingerprint = (String, Vec<u64>);
+/// What polling compares: the config text, and each version folder's files
+/// (path, length, modification time; symlinks followed).
+type Fingerprint = (String, BTreeMap<u64, Vec<FileStamp>>);
+
+type FileStamp = (std::path::PathBuf, u64, Option<std::time::SystemTime>);
+
+/// Most files and folder levels read per version folder: a version holds a
+/// model file or a few; a huge tree is not walked without bound.
+const MAX_FILES: usize = 4096;
+const MAX_DEPTH: usize = 8;
+
+fn stamps(dir: &std::path::Path) -> Vec<FileStamp> {
+    let mut out = Vec::new();
+    let mut pending = vec![(dir.to_path_buf(), 0)];
+    while let Some((d, depth)) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let path = e.path();
+            let Ok(meta) = std::fs::metadata(&path) else { continue };
+            if meta.is_dir() {
+                if depth + 1 < MAX_DEPTH {
+                    pending.push((path, depth + 1));
+                }
+            } else if out.len() < MAX_FILES {
+                out.push((path, meta.len(), meta.modified().ok()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
 
 fn fingerprints(repository: &Repository) -> BTreeMap<String, Fingerprint> {
     repository
@@ -53,23 +82,35 @@ fn fingerprints(repository: &Repository) -> BTreeMap<String, Fingerprint> {
         .filter_map(|name| {
             let dir = repository.root().join(&name);
             let text = std::fs::read_to_string(dir.join("config.pbtxt")).ok()?;
-            let mut versions = crate::repository::read_versions(&dir);
-            versions.sort_unstable();
+            let versions = crate::repository::read_versions(&dir).into_iter().map(|v| (v, stamps(&dir.join(v.to_string())))).collect();
             Some((name, (text, versions)))
         })
         .collect()
 }
 
-/// One poll: loads what is new or changed since `seen`, unloads what is gone;
-/// the fingerprints now.
+/// One poll: loads what is new or changed since `seen` (a changed config or
+/// set of versions reloads the model; changed files reopen those versions),
+/// unloads what is gone; the fingerprints now.
 async fn poll_once(repository: &Repository, seen: BTreeMap<String, Fingerprint>) -> BTreeMap<String, Fingerprint> {
     let now = fingerprints(repository);
     for (name, fp) in &now {
-        if seen.get(name) != Some(fp) {
-            tracing::info!("model '{name}': changed on disk; loading");
-            if let Err(e) = repository.load(name).await {
-                tracing::error!("{e}");
+        let before = seen.get(name);
+        if before == Some(fp) {
+            continue;
+        }
+        let result = match before {
+            Some((text, old)) if *text == fp.0 && old.keys().eq(fp.1.keys()) => {
+                let changed: Vec<u64> = fp.1.iter().filter(|(v, files)| old.get(v) != Some(files)).map(|(v, _)| *v).collect();
+                tracing::info!("model '{name}': files of version(s) {changed:?} changed on disk; reopening them");
+                repository.reload(name, &changed).await
             }
+            _ => {
+                tracing::info!("model '{name}': changed on disk; loading");
+                repository.load(name).await
+            }
+        };
+        if let Err(e) = result {
+            tracing::error!("{e}");
         }
     }
     for name in seen.keys().filter(|n| !now.contains_key(*n)) {
