@@ -11,8 +11,6 @@ mod common;
 #[allow(dead_code)]
 mod serve;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -25,18 +23,8 @@ const INFER: &str = r#"{"inputs":[{"name":"text","shape":[1,1],"datatype":"BYTES
 /// One request on its own connection, with `headers` (`Name: value` lines):
 /// the status code and the response's head.
 fn request(addr: &str, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).expect("connects");
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let code = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (code, out.split_once("\r\n\r\n").map(|(h, _)| h.to_string()).unwrap_or_default())
+    let (code, head, _) = serve::http_request(addr, method, path, headers, body);
+    (code, head)
 }
 
 /// The value of header `name` (lowercase) in a response head.

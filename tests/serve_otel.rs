@@ -9,8 +9,7 @@ mod common;
 #[allow(dead_code)]
 mod serve;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -20,12 +19,7 @@ const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT_ID: &str = "00f067aa0ba902b7";
 
 fn get(addr: &str, path: &str, headers: &str) -> u16 {
-    let mut s = TcpStream::connect(addr).expect("connects");
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n{headers}\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+    serve::http_request(addr, "GET", path, headers, "").0
 }
 
 #[test]

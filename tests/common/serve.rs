@@ -153,6 +153,27 @@ pub fn run_client(mut cmd: Command, script: &str, within: Duration) {
     assert!(status.success(), "{script} failed ({status}); its output above names the check");
 }
 
+/// One HTTP/1.1 request on its own connection (60 s read bound), with extra
+/// `headers` (`Name: value\r\n` lines): the status code, the response's head
+/// and its body.
+#[allow(dead_code)]
+pub fn http_request(addr: &str, method: &str, path: &str, headers: &str, body: &str) -> (u16, String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connects");
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let code = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (code, head.to_string(), body.to_string())
+}
+
 /// Waits for `child` at most `within`.
 pub fn wait_bounded(child: &mut Child, within: Duration) -> Option<ExitStatus> {
     let deadline = Instant::now() + within;
