@@ -89,6 +89,22 @@ fn tls_mtls_and_cors() {
     run_client(&python, &server, certs.path(), false);
     assert!(server.terminate(Duration::from_secs(30)).success());
 
+    // --tls-metrics: /metrics over TLS (curl checks the certificate against the CA); plain HTTP is not answered.
+    let tls_metrics = ["--threads", "1", "--tls-cert", &cert, "--tls-key", &key, "--tls-metrics"];
+    let server = Server::start(binary, repo.path(), &tls_metrics, Duration::from_secs(120));
+    let curl = |scheme: &str| {
+        Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20", "--cacert", &ca])
+            .arg(format!("{scheme}://{}/metrics", server.metrics))
+            .output()
+            .expect("curl runs")
+    };
+    let out = curl("https");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200", "metrics over TLS: {}", String::from_utf8_lossy(&out.stderr));
+    let out = curl("http");
+    assert_ne!(String::from_utf8_lossy(&out.stdout), "200", "plain HTTP on a TLS metrics port");
+    assert!(server.terminate(Duration::from_secs(30)).success());
+
     let mtls = ["--threads", "1", "--tls-cert", &cert, "--tls-key", &key, "--tls-client-ca", &ca];
     let server = Server::start(binary, repo.path(), &mtls, Duration::from_secs(120));
     run_client(&python, &server, certs.path(), true);

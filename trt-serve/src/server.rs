@@ -114,7 +114,7 @@ impl Listeners {
             guard(crate::http::metrics_router(service.clone())),
             transport.clone(),
             crate::connections::METRICS_MAX_CONNECTIONS,
-            None,
+            tls.and_then(|t| t.metrics.clone()),
             rx.clone(),
             drain,
         );

@@ -32,6 +32,8 @@ pub struct TlsFiles {
     pub key: PathBuf,
     /// PEM CA certificates that client certificates must chain to.
     pub client_ca: Option<PathBuf>,
+    /// The metrics port speaks TLS too (same certificate and client CA).
+    pub metrics: bool,
 }
 
 /// The rustls configurations of the two listeners.
@@ -41,6 +43,8 @@ pub struct TlsConfigs {
     pub http: Arc<ServerConfig>,
     /// gRPC: ALPN `h2`.
     pub grpc: Arc<ServerConfig>,
+    /// Metrics (where [`TlsFiles::metrics`] asks for it): as HTTP's.
+    pub metrics: Option<Arc<ServerConfig>>,
 }
 
 fn bad(path: &Path, what: &str, e: impl std::fmt::Display) -> ServeError {
@@ -84,6 +88,7 @@ impl TlsFiles {
             c.alpn_protocols = protocols.iter().map(|p| p.to_vec()).collect();
             Arc::new(c)
         };
-        Ok(TlsConfigs { http: with_alpn(&[b"h2", b"http/1.1"]), grpc: with_alpn(&[b"h2"]) })
+        let http = with_alpn(&[b"h2", b"http/1.1"]);
+        Ok(TlsConfigs { metrics: self.metrics.then(|| http.clone()), http, grpc: with_alpn(&[b"h2"]) })
     }
 }

@@ -166,6 +166,10 @@ pub struct Args {
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_client_ca: Option<PathBuf>,
 
+    /// The metrics port speaks TLS too, with the same certificate (and client CA).
+    #[arg(long, requires = "tls_cert")]
+    pub tls_metrics: bool,
+
     /// An origin browsers may call from (repeatable; '*': any). None: no CORS headers.
     #[arg(long, value_name = "ORIGIN")]
     pub cors_allow_origin: Vec<String>,
@@ -261,7 +265,7 @@ pub fn run(a: Args) -> Result<()> {
         return Err(CliError::new("--auth-health and --auth-metrics need an API key (--api-key, --api-key-file or TRT_SERVE_API_KEY)"));
     }
     let tls = match (a.tls_cert, a.tls_key) {
-        (Some(cert), Some(key)) => Some(TlsFiles { cert, key, client_ca: a.tls_client_ca }),
+        (Some(cert), Some(key)) => Some(TlsFiles { cert, key, client_ca: a.tls_client_ca, metrics: a.tls_metrics }),
         _ => None,
     };
     let http_port = match (a.http_port, std::env::var("PORT")) {
