@@ -91,6 +91,6 @@ pub mod fuzzing {
         binary_data_output: bool,
         exposed: &[&str],
     ) -> ServeResult<Vec<(String, bool, Option<usize>)>> {
-        crate::service::wanted_outputs(model, requested, binary_data_output, exposed)
+        crate::kserve::wanted_outputs(model, requested, binary_data_output, exposed)
     }
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 use crate::config::ModelConfig;
 use crate::dispatch::Dispatcher;
 use crate::error::{ServeError, ServeResult};
-use crate::kserve::{classification, Elements, InferRequest, InferResponse, InputTensor, OutputData, OutputTensor, RequestedOutput};
+use crate::kserve::{classification, wanted_outputs, Elements, InferRequest, InferResponse, InputTensor, OutputData, OutputTensor};
 use crate::limits::Limits;
 use crate::metrics::{instance_text, GpuWork, Metrics, Phases, FAILURE_REASONS};
 use crate::repository::{Dispatch, IndexEntry, Repository, ServedVersion};
@@ -338,24 +338,4 @@ pub(crate) fn request_texts(config: &ModelConfig, inputs: Vec<InputTensor>, limi
         texts = Some(strings);
     }
     texts.ok_or_else(|| ServeError::invalid(format!("the request has no input '{text_name}'")))
-}
-
-/// The outputs a request asks for as `(name, binary, classification)`, in
-/// its order (none asked: every output the model exposes), each checked
-/// against `exposed`.
-pub(crate) fn wanted_outputs(
-    model: &str,
-    requested: &[RequestedOutput],
-    binary_data_output: bool,
-    exposed: &[&str],
-) -> ServeResult<Vec<(String, bool, Option<usize>)>> {
-    let wanted: Vec<(String, bool, Option<usize>)> = if requested.is_empty() {
-        exposed.iter().map(|o| (o.to_string(), binary_data_output, None)).collect()
-    } else {
-        requested.iter().map(|o| (o.name.clone(), o.binary || binary_data_output, o.classification)).collect()
-    };
-    if let Some((name, _, _)) = wanted.iter().find(|(name, _, _)| !exposed.contains(&name.as_str())) {
-        return Err(ServeError::invalid(format!("unknown output '{name}' of model '{model}'")));
-    }
-    Ok(wanted)
 }

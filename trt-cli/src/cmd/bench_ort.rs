@@ -17,7 +17,7 @@ use trt_nlp::backend::Backend;
 use trt_nlp::{ModelFolder, Padding, TokenRow, TokenizerPipeline};
 use trt_onnx::runtime::Provider;
 
-use super::bench::{Args, Fill, Measured};
+use super::bench_args::{Args, Fill, Measured};
 use super::bench_report::{measure, Io, Report, Summary, TensorShape};
 use crate::error::{naming, CliError, Result};
 

@@ -20,7 +20,7 @@
 use trt::cuda::{Device, DeviceBuffer, Element, Event, GraphResource, PinnedBuffer, Stream};
 use trt::{Bindings, ContextGraph, DataType, ExecutionContext};
 
-use super::bench::{Args, Fill, Measured};
+use super::bench_args::{Args, Fill, Measured};
 use super::bench_report::{measure, Io, Report, Summary, TensorShape};
 use crate::error::{CliError, Result};
 use crate::gpu;

@@ -1,6 +1,7 @@
 //! One module per subcommand: its clap arguments and a `run` function.
 
 pub mod bench;
+pub mod bench_args;
 #[cfg(feature = "tensorrt")]
 pub mod bench_layers;
 pub mod bench_ort;

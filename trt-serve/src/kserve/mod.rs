@@ -9,6 +9,9 @@
 
 pub mod classification;
 pub mod json;
+mod outputs;
+
+pub(crate) use outputs::wanted_outputs;
 
 use crate::error::{ServeError, ServeResult};
 use crate::limits::Limits;
