@@ -22,7 +22,7 @@ import json
 import time
 
 import numpy as np
-from bench_texts import padded_tokenizer, read_texts
+from bench_texts import encode, padded_tokenizer, read_texts
 
 
 def make_onnxruntime(args):
@@ -75,10 +75,7 @@ def embed(run, tok, texts, batch, order):
     out = [None] * len(texts)
     for start in range(0, len(texts), batch):
         idx = order[start : start + batch]
-        enc = tok.encode_batch([texts[i] for i in idx])
-        ids = np.array([e.ids for e in enc], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-        types = np.array([e.type_ids for e in enc], dtype=np.int64)
+        ids, mask, types = encode(tok, [texts[i] for i in idx], np.int64)
         for row, i in zip(run(ids, mask, types), idx):
             out[i] = row
     return np.stack(out)

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 import onnxruntime as ort
-from bench_texts import padded_tokenizer, read_texts
+from bench_texts import encode, padded_tokenizer, read_texts
 
 
 def embed(session, tok, texts, batch, order):
@@ -26,10 +26,7 @@ def embed(session, tok, texts, batch, order):
     tokens = 0
     for start in range(0, len(texts), batch):
         idx = order[start : start + batch]
-        enc = tok.encode_batch([texts[i] for i in idx])
-        ids = np.array([e.ids for e in enc], dtype=np.int32)
-        mask = np.array([e.attention_mask for e in enc], dtype=np.int32)
-        types = np.array([e.type_ids for e in enc], dtype=np.int32)
+        ids, mask, types = encode(tok, [texts[i] for i in idx], np.int32)
         hidden = session.run(["last_hidden_state"], {"input_ids": ids, "attention_mask": mask,
                                                      "token_type_ids": types})[0]
         m = mask[:, :, None].astype(np.float32)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import uvicorn
 from fastapi import FastAPI, HTTPException, Request
-from bench_texts import padded_tokenizer
+from bench_texts import encode, padded_tokenizer
 from transformers import BertModel
 
 
@@ -44,9 +44,7 @@ def main():
     lock = threading.Lock()
 
     def embed(texts):
-        enc = tok.encode_batch(texts)
-        ids = torch.tensor([e.ids for e in enc], dtype=torch.int64)
-        mask = torch.tensor([e.attention_mask for e in enc], dtype=torch.int64)
+        ids, mask, _ = (torch.from_numpy(a) for a in encode(tok, texts, np.int64))
         with lock, torch.inference_mode():
             i, m = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
             hidden = model(input_ids=i, attention_mask=m, token_type_ids=torch.zeros_like(i)).last_hidden_state
