@@ -141,7 +141,18 @@ fn a_batch_past_the_memory_limit_fails_alone_and_the_session_keeps_serving() {
     let long = vec!["many words in a row ".repeat(200); 256];
     let err = e.embed(&long).expect_err("a batch past the session's memory limit fails");
     println!("a 256 x 512 batch under a 1 GiB limit: {err}");
+    assert!(matches!(err, trt_nlp::Error::Onnx(trt_onnx::Error::OutOfDeviceMemory { .. })), "typed as out of device memory: {err:?}");
     let again = e.embed(&short[..4]).unwrap();
     let diff = first.iter().zip(again.iter()).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
     assert!(diff <= 1e-6, "the session serves the same answers after the failed batch ({diff})");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU and the onnxruntime-gpu library (ORT_DYLIB_PATH)"]
+fn a_session_whose_weights_pass_the_memory_limit_is_out_of_device_memory() {
+    // The default model's FP32 weights are ~90 MB; 16 MiB cannot hold them.
+    let options = OrtBackendOptions { provider: Provider::Cuda { device: 0 }, cuda_memory_limit: Some(16 << 20), ..Default::default() };
+    let err = OrtBackend::new(default_model("model.onnx"), &options).expect_err("the weights do not fit 16 MiB");
+    println!("a session under a 16 MiB limit: {err}");
+    assert!(matches!(err, trt_nlp::Error::Onnx(trt_onnx::Error::OutOfDeviceMemory { .. })), "typed as out of device memory: {err:?}");
 }

@@ -72,6 +72,20 @@ pub enum Error {
         message: String,
     },
 
+    /// ONNX Runtime could not allocate device memory: its arena is at the
+    /// session's memory limit (`gpu_mem_limit`) or the GPU is full. Raised
+    /// when a session is created (its weights) or a batch runs (its
+    /// activations); a smaller batch or a higher limit may pass.
+    #[error("ONNX Runtime: {context}: out of device memory{}: {message}", requested.map(|b| format!(" ({b} bytes requested)")).unwrap_or_default())]
+    OutOfDeviceMemory {
+        /// What was being done (the file, the run).
+        context: String,
+        /// The allocation that failed, where ONNX Runtime says.
+        requested: Option<u64>,
+        /// ONNX Runtime's message.
+        message: String,
+    },
+
     /// A tensor given to or produced by a session has the wrong shape or type.
     #[error("tensor '{tensor}': {problem}")]
     Tensor {
@@ -126,7 +140,59 @@ pub enum Error {
 
 impl Error {
     /// An ONNX Runtime error with what was being done.
+    /// An allocation failure (ONNX Runtime's arena or CUDA running out)
+    /// becomes [`Error::OutOfDeviceMemory`].
     pub(crate) fn ort(context: impl Into<String>, e: impl std::fmt::Display) -> Self {
-        Error::Ort { context: context.into(), message: e.to_string() }
+        let (context, message) = (context.into(), e.to_string());
+        match out_of_memory(&message) {
+            Some(requested) => Error::OutOfDeviceMemory { context, requested, message },
+            None => Error::Ort { context, message },
+        }
+    }
+}
+
+/// Whether ONNX Runtime's `message` reports a failed allocation, and the
+/// bytes asked for where it says. ONNX Runtime has no error code for it
+/// (its status is a generic failure), so the message is what tells: the BFC
+/// arena's "Available memory of N is smaller than requested bytes of M" and
+/// "Failed to allocate memory", and CUDA's own out-of-memory errors.
+fn out_of_memory(message: &str) -> Option<Option<u64>> {
+    const SIGNS: [&str; 4] = ["is smaller than requested bytes", "Failed to allocate memory", "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"];
+    if !SIGNS.iter().any(|s| message.contains(s)) {
+        return None;
+    }
+    let requested = ["requested bytes of ", "requested buffer of size "].iter().find_map(|key| {
+        let rest = &message[message.find(key)? + key.len()..];
+        rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+    });
+    Some(requested)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocation_failures_are_out_of_device_memory_with_the_size_asked_for() {
+        let arena = "Non-zero status code returned while running Add node. Status Message: bfc_arena.cc:360 \
+                     Available memory of 0 is smaller than requested bytes of 201326592";
+        match Error::ort("running model.onnx", arena) {
+            Error::OutOfDeviceMemory { requested, context, .. } => {
+                assert_eq!(requested, Some(201_326_592));
+                assert_eq!(context, "running model.onnx");
+            }
+            e => panic!("{e:?}"),
+        }
+        let alloc = "Failed to allocate memory for requested buffer of size 1536";
+        assert!(matches!(Error::ort("loading", alloc), Error::OutOfDeviceMemory { requested: Some(1536), .. }));
+        let cuda = "CUDA failure 2: out of memory ; GPU=0";
+        assert!(matches!(Error::ort("loading", cuda), Error::OutOfDeviceMemory { requested: None, .. }));
+        let e = Error::ort("loading", alloc).to_string();
+        assert!(e.contains("out of device memory (1536 bytes requested)"), "{e}");
+    }
+
+    #[test]
+    fn other_failures_stay_ort_errors() {
+        assert!(matches!(Error::ort("loading", "Invalid model: bad input"), Error::Ort { .. }));
     }
 }

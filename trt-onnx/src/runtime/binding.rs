@@ -249,5 +249,5 @@ pub(super) fn status(s: ort::sys::OrtStatusPtr, what: &str) -> Result<()> {
         (api.ReleaseStatus)(s.0);
         text
     };
-    Err(Error::Ort { context: what.to_owned(), message })
+    Err(Error::ort(what, message))
 }
