@@ -2,7 +2,7 @@
 //! A [`TextModel`] that checks at construction that the model has logits.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::backend::{Backend, BackendChoice, BackendOptions};
 use crate::texts::for_each_row_batch;
@@ -88,15 +88,16 @@ impl Classifier {
         let pipeline = self.model.pipeline();
         let selection = self.model.logits()?;
         let rows = pipeline.tokenize_pairs(pairs, strategy, TruncationSide::Right)?;
-        let mut all: Vec<Vec<f32>> = vec![Vec::new(); rows.len()];
+        let all: Mutex<Vec<Vec<f32>>> = Mutex::new(vec![Vec::new(); rows.len()]);
         for_each_row_batch(&**self.model.backend(), pipeline, &rows, |order, layout, outputs| {
             let logits = selection.tensors(layout, outputs, order.len())?.swap_remove(0);
+            let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
             for (k, &i) in order.iter().enumerate() {
                 all[i] = logits.row(k).unwrap_or_default().to_vec();
             }
             Ok(())
         })?;
-        Ok(all)
+        Ok(all.into_inner().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// `texts` ordered for `query`, best first, by the pair's first logit

@@ -29,7 +29,7 @@
 //! ```
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use ndarray::{Array2, ArrayView1};
@@ -206,9 +206,10 @@ impl TextModel {
     /// gives a `[0, 0]` array.
     pub fn embed<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<Array2<f32>> {
         let selection = self.embedding()?;
-        let mut all: Option<Array2<f32>> = None;
+        let all: Mutex<Option<Array2<f32>>> = Mutex::new(None);
         for_each_batch(&*self.backend, &self.pipeline, texts, |rows, layout, outputs| {
             let pooled = one(selection.tensors(layout, outputs, rows.len())?)?;
+            let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
             let all = all.get_or_insert_with(|| Array2::zeros((texts.len(), pooled.row_len())));
             for (k, &i) in rows.iter().enumerate() {
                 let row = pooled
@@ -218,7 +219,7 @@ impl TextModel {
             }
             Ok(())
         })?;
-        Ok(all.unwrap_or_else(|| Array2::zeros((0, 0))))
+        Ok(all.into_inner().unwrap_or_else(PoisonError::into_inner).unwrap_or_else(|| Array2::zeros((0, 0))))
     }
 
     /// The logits and the `k` most probable labels of each text, in their
@@ -226,18 +227,19 @@ impl TextModel {
     /// gives an empty result.
     pub fn classify<S: AsRef<str> + Sync>(&self, texts: &[S], k: usize) -> Result<Vec<Classification>> {
         let selection = self.logits()?;
-        let mut all: Vec<Option<Classification>> = vec![None; texts.len()];
+        let all: Mutex<Vec<Option<Classification>>> = Mutex::new(vec![None; texts.len()]);
         for_each_batch(&*self.backend, &self.pipeline, texts, |rows, layout, outputs| {
             let logits = one(selection.tensors(layout, outputs, rows.len())?)?;
             let logits = Array2::from_shape_vec((logits.rows(), logits.row_len()), logits.values)
                 .map_err(|e| Error::InvalidConfig(format!("logits: {e}")))?;
             let top = top_k(softmax(logits.view()).view(), k, &self.head.labels);
+            let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
             for ((&i, row), top) in rows.iter().zip(logits.rows()).zip(top) {
                 all[i] = Some(Classification { logits: row.to_vec(), top });
             }
             Ok(())
         })?;
-        Ok(all.into_iter().flatten().collect())
+        Ok(all.into_inner().unwrap_or_else(PoisonError::into_inner).into_iter().flatten().collect())
     }
 
     /// The `selection` of `texts`, one row per text in their order. Texts
