@@ -68,6 +68,32 @@ struct Level {
     latencies: Vec<Duration>,
 }
 
+/// The server's own account of where the time went: Triton's per-model
+/// counters and cumulative durations (histogram buckets left out), the
+/// per-instance and GPU lines, then the means per request and per batch
+/// they imply for the batched model (all levels together).
+fn print_metrics(text: &str) {
+    let wanted = |l: &&str| (l.starts_with("nv_") || l.starts_with("trt_serve_")) && !l.contains("_bucket{") && !l.starts_with('#');
+    let mut sums = std::collections::HashMap::new();
+    for line in text.lines().filter(wanted) {
+        println!("{line}");
+        if let (Some(name), Some(value)) = (line.split('{').next(), line.rsplit(' ').next()) {
+            if line.contains("model=\"batched\"") && !line.contains("_latency_us") {
+                *sums.entry(name.to_string()).or_insert(0.0) += value.parse::<f64>().unwrap_or(0.0);
+            }
+        }
+    }
+    let get = |n: &str| sums.get(n).copied().unwrap_or(0.0);
+    let (requests, execs) = (get("nv_inference_request_success"), get("nv_inference_exec_count"));
+    if requests > 0.0 && execs > 0.0 {
+        println!("batched_rows_per_exec: {:.1}", get("nv_inference_count") / execs);
+        for phase in ["request", "queue", "compute_input", "compute_infer", "compute_output"] {
+            println!("batched_mean_{phase}_us_per_request: {:.1}", get(&format!("nv_inference_{phase}_duration_us")) / requests);
+        }
+        println!("batched_mean_compute_infer_us_per_exec: {:.1}", get("trt_serve_instance_compute_infer_duration_us") / execs);
+    }
+}
+
 fn percentile(sorted: &[Duration], q: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -293,9 +319,7 @@ fn main() {
         let _ = write!(s, "GET /metrics HTTP/1.0\r\nHost: {metrics}\r\n\r\n");
         let mut text = String::new();
         let _ = s.read_to_string(&mut text);
-        for line in text.lines().filter(|l| l.starts_with("nv_inference_count{") || l.starts_with("nv_inference_exec_count{")) {
-            println!("{line}");
-        }
+        print_metrics(&text);
     }
     const CHECKED: usize = 8;
     let kserve_embedding = |v: &serde_json::Value| floats(&v["outputs"][0]["data"]);

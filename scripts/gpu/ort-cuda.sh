@@ -19,6 +19,9 @@
 #     trt serve on the GPU under serve_load in several layouts, the FastAPI +
 #     PyTorch peer under the same load, and compute-sanitizer over the
 #     backend's CUDA tests.
+#   5 (.gpu/c4/bins: trt and serve_load; after 1 and 2, SKIP_TESTS=1 allowed
+#     there): where a loaded server's time goes, per layout (SERVE_LAYOUTS):
+#     per-thread CPU, GPU utilisation, the server's metrics, perf if present.
 #
 # ort-a + ort-b is a tar.xz of the PyPI onnxruntime-gpu 1.31.1 wheel's
 # `onnxruntime` package without the TensorRT provider library; its CUDA
@@ -45,22 +48,25 @@ export PYTHONUNBUFFERED=1
 export RUST_LOG=${RUST_LOG:-info}
 export BENCH_PYTHON=python3
 
-case "${1:?step 1, 2, 3 or 4}" in
+case "${1:?step 1, 2, 3, 4 or 5}" in
 1)
   cp .gpu/c1/ort-a "$W/ort-a"
   rm -rf "$W/weights" && cp -r .gpu/c1/minilm-f16 "$W/weights"
-  { date -u +%FT%TZ; nproc; free -g; nvidia-smi; python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'; } > "$OUT/host.txt" 2>&1
+  { date -u +%FT%TZ; nproc; free -g; nvidia-smi; python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
+    for t in perf nsys gdb py-spy curl; do echo "$t: $(command -v $t || echo 'not found')"; done; ls /usr/local/cuda/bin; } > "$OUT/host.txt" 2>&1
   default_model "$DEPS/models/minilm" "$W/weights" || exit 1
   ls -la "$DEPS/models/minilm" | tee "$OUT/model.txt"
   ;;
 2)
   [ -f "$W/ort-a" ] || { echo "ort-cuda.sh 2: $W/ort-a is missing (call 1 first, on the same warm machine)" >&2; exit 1; }
+  # SKIP_TESTS=1: only reassemble ONNX Runtime (the tests then run in no call).
   cat "$W/ort-a" .gpu/c2/ort-b > "$W/ort.tar.xz"
   echo "$ORT_SHA256  $W/ort.tar.xz" | sha256sum -c || exit 1
   mkdir -p "$SITE"
   python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$W/ort.tar.xz" "$SITE" || exit 1
   python3 -c 'import onnxruntime as o; print(o.__version__, o.__file__, o.get_available_providers())' | tee "$OUT/python_ort.txt"
   unpack .gpu/c2/bins "$W/bin" onnx_cuda nlp_cuda serve_gpu || exit 1
+  [ "${SKIP_TESTS:-0}" = 1 ] && { echo "tests skipped (SKIP_TESTS=1)"; exit 0; }
   {
     echo "# $(date -u +%FT%TZ) ORT_DYLIB_PATH=$ORT_DYLIB_PATH"
     "$W/bin/onnx_cuda" --include-ignored --nocapture --test-threads 1
@@ -68,6 +74,53 @@ case "${1:?step 1, 2, 3 or 4}" in
     "$W/bin/serve_gpu" --include-ignored --nocapture --test-threads 1
   } > "$OUT/tests.log" 2>&1
   grep -E "^test |test result|max abs diff|a 256 x 512|CUDA graphs vs|panicked" "$OUT/tests.log"
+  ;;
+5)
+  # Where a loaded server's time goes: serve_load at its concurrencies (512
+  # by default) per layout, and meanwhile, on the running server, the CPU of
+  # each thread (scripts/gpu/threads.py), the GPU's utilisation every 200 ms,
+  # the server's own /metrics (NVML's nv_gpu_* lines among them) and, where
+  # the host has perf, a call-graph profile of the server (trt is packed with
+  # its symbol table for that).
+  [ -x "$W/bin/nlp_cuda" ] || { echo "ort-cuda.sh 5: call 2 first, on the same warm machine" >&2; exit 1; }
+  unpack .gpu/c4/bins "$W/bin" trt serve_load || exit 1
+  M16=$W/minilm16
+  mkdir -p "$M16"
+  ln -sf "$DEPS/models/minilm/model_fp16.onnx" "$M16/model.onnx"
+  for f in tokenizer.json config.json; do ln -sf "$DEPS/models/minilm/$f" "$M16/$f"; done
+  export SERVE_BENCH_TRT=$W/bin/trt SERVE_BENCH_MODEL_DIR=$M16 SERVE_BENCH_KIND=KIND_GPU
+  export SERVE_BENCH_CONCURRENCY=${SERVE_BENCH_CONCURRENCY:-512} SERVE_BENCH_REQUESTS=${SERVE_BENCH_REQUESTS:-2000000}
+  export SERVE_BENCH_SECONDS=${SERVE_BENCH_SECONDS:-10} SERVE_BENCH_THREADS=1 SERVE_BENCH_WARMUP_SECS=${SERVE_BENCH_WARMUP_SECS:-2}
+  IFS=';' read -r -a layouts <<< "${SERVE_LAYOUTS:-4 128 16}"
+  for layout in "${layouts[@]}"; do
+    set -- $layout
+    tag="sessions$1_batch$2_graphs$3"
+    log="$OUT/profile_$tag.log"
+    extra=${4:-SERVE_BENCH_NOTE=}
+    extra=${extra//\~/ }
+    env SERVE_BENCH_INSTANCES=$1 SERVE_BENCH_MAX_BATCH=$2 SERVE_BENCH_GRAPHS=$3 "${extra%%=*}=${extra#*=}" \
+      timeout 170 "$W/bin/serve_load" > "$log" 2> "$log.stderr" &
+    load=$!
+    # The direct model's levels come first; the batched model's start after them.
+    pid=""
+    for _ in $(seq 1 100); do pid=$(pgrep -f "$W/bin/trt serve" | head -n 1); [ -n "$pid" ] && break; sleep 0.2; done
+    [ -n "$pid" ] || { echo "no trt serve process"; wait $load; continue; }
+    while ! grep -q "^direct .*c=" "$log" 2>/dev/null; do kill -0 $load 2>/dev/null || break; sleep 0.2; done
+    sleep $((SERVE_BENCH_WARMUP_SECS + 2))
+    nvidia-smi --query-gpu=timestamp,utilization.gpu,utilization.memory,memory.used --format=csv -lms 200 > "$OUT/profile_${tag}_gpu.csv" 2>&1 &
+    smi=$!
+    python3 scripts/gpu/threads.py "$pid" 3 > "$OUT/profile_${tag}_threads.txt" 2>&1
+    kill $smi 2>/dev/null
+    if command -v perf >/dev/null; then
+      timeout 20 perf record -F 499 -g -p "$pid" -o "$W/perf.data" -- sleep 3 > /dev/null 2>&1
+      perf report -i "$W/perf.data" --stdio --no-children --sort comm,dso,symbol --percent-limit 0.5 2>/dev/null | grep -v "^$" | head -n 400 > "$OUT/profile_${tag}_perf.txt"
+    fi
+    wait $load || echo "serve_load exit $? ($log.stderr)"
+    echo "== $tag"
+    grep -E "requests/s|batched_|nv_gpu" "$log"
+    head -n 14 "$OUT/profile_${tag}_threads.txt"
+    awk -F', ' 'NR>1 {g+=$2; n++} END {if (n) printf "GPU utilisation mean %.0f%% over %d samples\n", g/n, n}' "$OUT/profile_${tag}_gpu.csv"
+  done
   ;;
 3)
   [ -x "$W/bin/nlp_cuda" ] || { echo "ort-cuda.sh 3: call 2 first, on the same warm machine" >&2; exit 1; }
