@@ -9,14 +9,16 @@ TARGET=${CARGO_TARGET_DIR:-target}
 cargo build --release -p trt-cli --bin trt --bench serve_load \
   -p trt-nlp --test nlp_cuda --bench ort_cuda --bench embed_cuda -p trt-onnx --test onnx_cuda -p trt-serve --test serve_gpu
 newest() { ls -t "$TARGET"/release/deps/"$1"-* | grep -vE '\.(d|rlib|rmeta)$' | head -n 1; }
+# pack DEST NAME SRC [--strip-debug]: the last keeps the symbol table (for
+# perf on the host: trt's own frames by name).
 pack() {
   local dest=$1 name=$2 src=$3
   mkdir -p "$dest"
-  strip -o "$dest/$name" "$src"
+  strip ${4:-} -o "$dest/$name" "$src"
   xz -T2 -6 -f "$dest/$name"
 }
 for t in onnx_cuda nlp_cuda serve_gpu; do pack .gpu/c2/bins "$t" "$(newest "$t")"; done
 for t in ort_cuda embed_cuda; do pack .gpu/c3/bins "$t" "$(newest "$t")"; done
-pack .gpu/c4/bins trt "$TARGET/release/trt"
+pack .gpu/c4/bins trt "$TARGET/release/trt" --strip-debug
 pack .gpu/c4/bins serve_load "$(newest serve_load)"
 du -sh .gpu/c1 .gpu/c2 .gpu/c3 .gpu/c4
