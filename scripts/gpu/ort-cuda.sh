@@ -91,6 +91,20 @@ case "${1:?step 1, 2, 3, 4 or 5}" in
   export SERVE_BENCH_TRT=$W/bin/trt SERVE_BENCH_MODEL_DIR=$M16 SERVE_BENCH_KIND=KIND_GPU
   export SERVE_BENCH_CONCURRENCY=${SERVE_BENCH_CONCURRENCY:-512} SERVE_BENCH_REQUESTS=${SERVE_BENCH_REQUESTS:-2000000}
   export SERVE_BENCH_SECONDS=${SERVE_BENCH_SECONDS:-10} SERVE_BENCH_THREADS=1 SERVE_BENCH_WARMUP_SECS=${SERVE_BENCH_WARMUP_SECS:-2}
+  # trt bench on CUDA: JSON reports, and --compare of one against another
+  # (exit 3 past --max-regression: graphs off judged against graphs on fails).
+  {
+    for args in "--batch 1" "--batch 1 --graphs" "--batch 32" "--batch 32 --graphs"; do
+      name=$(echo "$args" | tr -d ' -')
+      "$W/bin/trt" bench "$M16/model.onnx" --backend onnxruntime --device cuda:0 $args --seq 128 --json > "$OUT/bench_$name.json"
+      echo "trt bench $args: exit $?; $(head -c 400 "$OUT/bench_$name.json" | tr '\n' ' ')"
+    done
+    "$W/bin/trt" bench "$M16/model.onnx" --backend onnxruntime --device cuda:0 --batch 1 --seq 128 --compare "$OUT/bench_batch1graphs.json" --max-regression 10
+    echo "trt bench --batch 1 (no graphs) --compare the graphs run --max-regression 10: exit $?"
+    "$W/bin/trt" bench "$M16/model.onnx" --backend onnxruntime --device cuda:0 --batch 1 --seq 128 --graphs --compare "$OUT/bench_batch1.json" --max-regression 10
+    echo "trt bench --batch 1 --graphs --compare the no-graphs run --max-regression 10: exit $?"
+  } > "$OUT/bench_cuda.log" 2>&1
+  grep -E "exit|compare" "$OUT/bench_cuda.log"
   IFS=';' read -r -a layouts <<< "${SERVE_LAYOUTS:-4 128 16}"
   for layout in "${layouts[@]}"; do
     set -- $layout
