@@ -37,35 +37,42 @@
 //! both servers' embeddings of the first texts (same model?), TEI's flags,
 //! its levels, `ratio_trt_serve_vs_tei_c{C}` (best of batched and direct over
 //! TEI, throughput) and the three p99s side by side.
+//!
+//! TEI's route: `SERVE_BENCH_ROUTE=tei` measures TEI's `/embed` route as trt
+//! serve answers it (`/models/{name}/embed`, one model: `SERVE_BENCH_ROUTE_MODEL`
+//! batched (default) or direct) against TEI's own `/embed` (`SERVE_BENCH_TEI`;
+//! unset: trt serve alone), the same bodies to both: single texts and
+//! `{"inputs": [K texts]}` (K = `SERVE_BENCH_ROUTE_BATCH`, 32;
+//! `SERVE_BENCH_BATCH_REQUESTS` per level, default `SERVE_BENCH_REQUESTS`).
+//! The servers take turns, one at a time, in the order
+//! `SERVE_BENCH_ROUTE_ORDER` (`trt,tei,tei,trt`; support/tei_route.rs says
+//! why). Printed per concurrency: `ratio_trt_serve_tei_route_vs_tei_c{C}` and
+//! `..._x{K}_c{C}` (summed rounds, then each round) and both servers' p99s.
 
 #[path = "support/http1.rs"]
 mod http1;
+#[path = "support/load.rs"]
+mod load;
 #[path = "../tests/common/serve.rs"]
 mod serve;
 #[path = "support/tei.rs"]
 mod tei;
+#[path = "support/tei_route.rs"]
+mod tei_route;
 #[path = "support/texts.rs"]
 mod texts;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use http1::Conn;
+use load::{embeddings, floats, load, measure, min_cosine, wait_ready};
 use serve::{add_model, text_config, Server};
 
 fn env_num(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-struct Level {
-    done: usize,
-    failed: usize,
-    elapsed: Duration,
-    latencies: Vec<Duration>,
 }
 
 /// The server's own account of where the time went: Triton's per-model
@@ -92,123 +99,6 @@ fn print_metrics(text: &str) {
         }
         println!("batched_mean_compute_infer_us_per_exec: {:.1}", get("trt_serve_instance_compute_infer_duration_us") / execs);
     }
-}
-
-fn percentile(sorted: &[Duration], q: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1]
-}
-
-/// `concurrency` clients, each POSTing one of `bodies` to `path` at a time,
-/// until `requests` are sent or `limit` has passed.
-fn load(addr: &str, path: &str, bodies: &Arc<Vec<Vec<u8>>>, concurrency: usize, requests: usize, limit: Duration) -> Level {
-    let next = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let deadline = started + limit;
-    let workers: Vec<_> = (0..concurrency)
-        .map(|_| {
-            let (next, bodies, addr, path) = (next.clone(), bodies.clone(), addr.to_string(), path.to_string());
-            std::thread::spawn(move || {
-                let mut lat = Vec::new();
-                let mut failed = 0;
-                let mut conn = Conn::open(&addr).ok();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= requests || Instant::now() >= deadline {
-                        break;
-                    }
-                    let t = Instant::now();
-                    let status = match conn.as_mut() {
-                        Some(c) => c.post(&addr, &path, &bodies[i % bodies.len()]),
-                        None => Err(std::io::Error::other("no connection")),
-                    };
-                    match status.map(|(code, _)| code) {
-                        Ok(200) => lat.push(t.elapsed()),
-                        Ok(_) => failed += 1,
-                        Err(_) => {
-                            failed += 1;
-                            conn = Conn::open(&addr).ok();
-                        }
-                    }
-                }
-                (lat, failed)
-            })
-        })
-        .collect();
-    let mut latencies = Vec::new();
-    let mut failed = 0;
-    for w in workers {
-        let (l, f) = w.join().expect("load thread");
-        latencies.extend(l);
-        failed += f;
-    }
-    let elapsed = started.elapsed();
-    latencies.sort_unstable();
-    Level { done: latencies.len(), failed, elapsed, latencies }
-}
-
-/// Whether `GET /v2/health/ready` on `addr` answers 200 within `limit`.
-fn wait_ready(addr: &str, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if let Ok(mut s) = TcpStream::connect(addr) {
-            let _ = write!(s, "GET /v2/health/ready HTTP/1.0\r\nHost: {addr}\r\n\r\n");
-            let mut head = [0u8; 12];
-            if s.read_exact(&mut head).is_ok() && head.ends_with(b"200") {
-                return true;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    false
-}
-
-/// Throughput and latency of one level, printed the same for either server.
-struct Measured {
-    rps: f64,
-    p50: Duration,
-    p99: Duration,
-}
-
-fn measure(label: &str, addr: &str, path: &str, bodies: &Arc<Vec<Vec<u8>>>, c: usize, requests: usize, limit: Duration) -> Measured {
-    let l = load(addr, path, bodies, c, requests, limit);
-    let m =
-        Measured { rps: l.done as f64 / l.elapsed.as_secs_f64(), p50: percentile(&l.latencies, 0.5), p99: percentile(&l.latencies, 0.99) };
-    println!(
-        "{label:8} c={c:<4} requests/s {:8.1}  p50 {:7.2} ms  p99 {:7.2} ms  ok {} failed {}  ({:.1} s)",
-        m.rps,
-        m.p50.as_secs_f64() * 1e3,
-        m.p99.as_secs_f64() * 1e3,
-        l.done,
-        l.failed,
-        l.elapsed.as_secs_f64()
-    );
-    m
-}
-
-/// The embeddings a server returns for `bodies` (one text each), parsed by `pick`.
-fn embeddings(addr: &str, path: &str, bodies: &[Vec<u8>], pick: fn(&serde_json::Value) -> Option<Vec<f64>>) -> Vec<Vec<f64>> {
-    let mut conn = Conn::open(addr).expect("connect for the embedding check");
-    bodies
-        .iter()
-        .map(|b| {
-            let (code, body) = conn.post(addr, path, b).expect("embedding request");
-            let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-            pick(&v).filter(|_| code == 200).unwrap_or_else(|| panic!("{path} answered {code}: {}", String::from_utf8_lossy(&body)))
-        })
-        .collect()
-}
-
-fn floats(v: &serde_json::Value) -> Option<Vec<f64>> {
-    v.as_array()?.iter().map(|x| x.as_f64()).collect()
-}
-
-fn cosine(a: &[f64], b: &[f64]) -> f64 {
-    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
-    dot / (norm(a) * norm(b)).max(1e-12)
 }
 
 /// The ONNX Runtime library TEI loads: `ORT_DYLIB_PATH` when it names a
@@ -258,12 +148,52 @@ fn main() {
         &outputs,
         &format!("{group}\ndynamic_batching {{ max_queue_delay_microseconds: {delay} default_queue_policy {{ max_queue_size: 4096 }} }}"),
     );
-    add_model(repo.path(), "batched", &batched, &model_dir, ("model.onnx", None));
-    add_model(repo.path(), "direct", &text_config("onnxruntime_onnx", max_batch, &outputs, &group), &model_dir, ("model.onnx", None));
-    let server = Server::start(&trt, repo.path(), &["--threads", &threads, "--max-queue", "4096"], Duration::from_secs(300));
-
+    let direct = text_config("onnxruntime_onnx", max_batch, &outputs, &group);
+    let trt_flags = ["--threads", &threads, "--max-queue", "4096"];
     let tokenizer = tokenizers::Tokenizer::from_file(model_dir.join("tokenizer.json")).expect("tokenizer.json");
     let texts = texts::generate_texts(&tokenizer, 512);
+
+    if std::env::var("SERVE_BENCH_ROUTE").is_ok_and(|r| r == "tei") {
+        let model = std::env::var("SERVE_BENCH_ROUTE_MODEL").unwrap_or_else(|_| "batched".into());
+        let config = match model.as_str() {
+            "batched" => &batched,
+            "direct" => &direct,
+            other => panic!("SERVE_BENCH_ROUTE_MODEL: {other:?} is neither batched nor direct"),
+        };
+        add_model(repo.path(), &model, config, &model_dir, ("model.onnx", None));
+        let tei_work = tempfile::tempdir().expect("temp dir");
+        println!(
+            "serve_load: route tei; trt serve model {model}: ONNX Runtime, {instances} session(s), intra threads {threads} (0: per core), max_batch {max_batch}{}; {cores} cores",
+            if model == "batched" { format!(", delay {delay} us") } else { String::new() }
+        );
+        println!("serve_load: config: {}", group.replace('\n', " "));
+        let tei = tei_binary.map(|binary| tei_route::TeiPeer {
+            binary,
+            settings: tei::TeiSettings::from_env(cores, levels.iter().copied().max().unwrap_or(1)),
+            library: ort_library(&deps),
+        });
+        tei_route::run(&tei_route::RouteBench {
+            trt: &trt,
+            repo: repo.path(),
+            trt_flags: trt_flags.iter().map(|f| f.to_string()).collect(),
+            model: &model,
+            model_dir: &model_dir,
+            tei_work: tei_work.path(),
+            tei,
+            texts: &texts,
+            levels: &levels,
+            requests,
+            batch_requests: env_num("SERVE_BENCH_BATCH_REQUESTS", requests),
+            limit,
+            warm_each,
+        });
+        return;
+    }
+
+    add_model(repo.path(), "batched", &batched, &model_dir, ("model.onnx", None));
+    add_model(repo.path(), "direct", &direct, &model_dir, ("model.onnx", None));
+    let server = Server::start(&trt, repo.path(), &trt_flags, Duration::from_secs(300));
+
     let to_bodies =
         |f: &dyn Fn(&str) -> serde_json::Value| Arc::new(texts.iter().map(|t| serde_json::to_vec(&f(t)).unwrap()).collect::<Vec<_>>());
     let bodies = to_bodies(&|t| {
@@ -342,7 +272,7 @@ fn main() {
         if ready {
             println!("peer: {peer} on {addr}");
             let theirs = embeddings(&addr, "/v2/models/batched/infer", &bodies[..CHECKED], kserve_embedding);
-            let min_cos = ours.iter().zip(&theirs).map(|(a, b)| cosine(a, b)).fold(f64::INFINITY, f64::min);
+            let min_cos = min_cosine(ours, &theirs);
             println!("peer_embedding_check: min cosine {min_cos:.6} over {CHECKED} texts");
             let path = "/v2/models/batched/infer";
             load(&addr, path, &bodies, 4, 64, Duration::from_secs(30));
@@ -378,7 +308,7 @@ fn main() {
     println!("tei: {} {}; ORT_DYLIB_PATH={}", tei_binary.display(), settings.describe(), library.display());
     let tei_bodies = to_bodies(&|t| serde_json::json!({ "inputs": t }));
     let theirs = embeddings(&tei.http, "/embed", &tei_bodies[..CHECKED], |v| floats(&v[0]));
-    let min_cos = ours.iter().zip(&theirs).map(|(a, b)| cosine(a, b)).fold(f64::INFINITY, f64::min);
+    let min_cos = min_cosine(&ours, &theirs);
     println!("tei_embedding_check: min cosine {min_cos:.6} over {CHECKED} texts (trt serve's `embedding` vs TEI's /embed)");
     load(&tei.http, "/embed", &tei_bodies, 4, 64, Duration::from_secs(30));
     for &c in &levels {

@@ -112,7 +112,10 @@ impl Tei {
         for f in ["tokenizer.json", "config.json"] {
             std::fs::copy(model_dir.join(f), model.join(f)).unwrap();
         }
-        int64_inputs(&model_dir.join("model.onnx"), &model.join("model.onnx"));
+        if !model.join("model.onnx").is_file() {
+            // Made once per work folder: a run that starts TEI again reuses it.
+            int64_inputs(&model_dir.join("model.onnx"), &model.join("model.onnx"));
+        }
         let port = free_port();
         let log = work.join("tei.log");
         let child = Command::new(binary)

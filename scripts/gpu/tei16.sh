@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# trt serve against HuggingFace text-embeddings-inference (TEI) on the GPU
-# test host's 16 cores: benches/serve_load.rs with SERVE_BENCH_TEI set, so
-# one run measures trt serve (direct and batched), stops it, then TEI's
-# router on the same model, the same texts and concurrencies (1/8/32/128),
-# and prints ratio_trt_serve_vs_tei_c{C} and the p99s side by side. Two runs:
-# trt serve with 1 session x 16 threads and with 4 sessions x 4 threads (TEI
-# is the same in both: one ONNX Runtime session, one thread per core).
-# Both servers use the host's ONNX Runtime (its Python's onnxruntime 1.30);
-# the FP32 model is rebuilt there from .gpu/minilm-f16, as serve16.sh does.
+# TEI's /embed route on trt serve against HuggingFace text-embeddings-inference
+# (TEI) 1.9.3's own /embed, on the GPU test host's 16 cores (CPU ONNX Runtime
+# on both sides): benches/serve_load.rs with SERVE_BENCH_ROUTE=tei. The same
+# bodies go to both servers ({"inputs": text}, then {"inputs": [32 texts]}),
+# through the same client; the two servers take turns, one at a time, in the
+# order trt, TEI, TEI, trt (a fresh process per slot, both at the same mean
+# time in the run), and each run prints ratio_trt_serve_tei_route_vs_tei_c{C}
+# (and _x32_c{C}) per round and summed, with both servers' p99s.
+# trt serve gets its best CPU layout per concurrency (docs/measurements/
+# tei-2026-12-01): 1 session x 16 threads, no batching queue, at 1 client;
+# 4 sessions x 4 threads with dynamic batching at 8, 32 and 128 clients.
+# TEI is the same in both runs (one ONNX Runtime session, a thread per core).
+# Both servers use the host's ONNX Runtime (its Python's onnxruntime); the
+# FP32 model is rebuilt there from .gpu/minilm-f16, as serve16.sh does.
+# 4 slots x (1 + 3 levels) x 2 passes x 8 s, plus starts: about 6 minutes.
 #
 # Pack here, into .gpu/tei/ (xz'd stripped binaries; how TEI is built:
 # docs/measurements/tei-2026-12-01/README.md):
@@ -35,16 +41,17 @@ cat "$OUT/tei16.txt"
 export ORT_DYLIB_PATH=$ORT_LIB TRT_DEPS_DIR=$WORK/deps
 export SERVE_BENCH_TRT=$WORK/trt SERVE_BENCH_TEI=$WORK/text-embeddings-router
 export SERVE_BENCH_MODEL_DIR=$WORK/deps/models/minilm
-export SERVE_BENCH_CONCURRENCY=${SERVE_BENCH_CONCURRENCY:-1,8,32,128}
-export SERVE_BENCH_REQUESTS=${SERVE_BENCH_REQUESTS:-4000}
-# 3 servers x 4 levels x 10 s, twice, plus starts: about 5 minutes of one call.
-export SERVE_BENCH_SECONDS=${SERVE_BENCH_SECONDS:-10}
+export SERVE_BENCH_ROUTE=tei SERVE_BENCH_ROUTE_BATCH=32 SERVE_BENCH_ROUTE_ORDER=trt,tei,tei,trt
+export SERVE_BENCH_REQUESTS=${SERVE_BENCH_REQUESTS:-8000}
+export SERVE_BENCH_SECONDS=${SERVE_BENCH_SECONDS:-8}
 status=0
-for layout in "1 0" "4 4"; do
-  set -- $layout
-  log="$OUT/tei_sessions$1_threads$2.log"
-  echo "== trt serve: sessions $1, intra threads $2 (0: per core); then TEI -> $log"
-  SERVE_BENCH_INSTANCES=$1 SERVE_BENCH_THREADS=$2 timeout 280 "$WORK/serve_load" >"$log" 2>"$log.stderr" || { echo "exit $? (see $log.stderr)"; status=1; }
-  grep -E "^tei|requests/s|ratio_|p99_c" "$log" || true
+# sessions, intra threads (0: per core), trt serve's model, concurrencies, time limit (s)
+for run in "1 0 direct 1 170" "4 4 batched 8,32,128 330"; do
+  set -- $run
+  log="$OUT/tei_route_sessions$1_threads$2_$3.log"
+  echo "== trt serve ($3): sessions $1, intra threads $2; clients $4; with TEI, interleaved -> $log"
+  SERVE_BENCH_INSTANCES=$1 SERVE_BENCH_THREADS=$2 SERVE_BENCH_ROUTE_MODEL=$3 SERVE_BENCH_CONCURRENCY=$4 \
+    timeout "$5" "$WORK/serve_load" >"$log" 2>"$log.stderr" || { echo "exit $? (see $log.stderr)"; status=1; }
+  grep -E "^(tei|trt#|serve_load)|ratio_|p99_|embeddings_per_s" "$log" || true
 done
 exit $status

@@ -1,0 +1,148 @@
+//! The load benches' client side (included with `#[path]`): bounded
+//! keep-alive HTTP/1.1 loads at one concurrency, their requests/s and
+//! latency percentiles, and the embeddings a server returns (to check two
+//! servers run the same model before they are compared).
+#![allow(dead_code)] // each bench uses part of this
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::http1::Conn;
+
+/// One level's raw outcome.
+pub struct Level {
+    pub done: usize,
+    pub failed: usize,
+    pub elapsed: Duration,
+    pub latencies: Vec<Duration>,
+}
+
+pub fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1]
+}
+
+/// `concurrency` clients, each POSTing one of `bodies` to `path` at a time,
+/// until `requests` are sent or `limit` has passed.
+pub fn load(addr: &str, path: &str, bodies: &Arc<Vec<Vec<u8>>>, concurrency: usize, requests: usize, limit: Duration) -> Level {
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let deadline = started + limit;
+    let workers: Vec<_> = (0..concurrency)
+        .map(|_| {
+            let (next, bodies, addr, path) = (next.clone(), bodies.clone(), addr.to_string(), path.to_string());
+            std::thread::spawn(move || {
+                let mut lat = Vec::new();
+                let mut failed = 0;
+                let mut conn = Conn::open(&addr).ok();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= requests || Instant::now() >= deadline {
+                        break;
+                    }
+                    let t = Instant::now();
+                    let status = match conn.as_mut() {
+                        Some(c) => c.post(&addr, &path, &bodies[i % bodies.len()]),
+                        None => Err(std::io::Error::other("no connection")),
+                    };
+                    match status.map(|(code, _)| code) {
+                        Ok(200) => lat.push(t.elapsed()),
+                        Ok(_) => failed += 1,
+                        Err(_) => {
+                            failed += 1;
+                            conn = Conn::open(&addr).ok();
+                        }
+                    }
+                }
+                (lat, failed)
+            })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    let mut failed = 0;
+    for w in workers {
+        let (l, f) = w.join().expect("load thread");
+        latencies.extend(l);
+        failed += f;
+    }
+    let elapsed = started.elapsed();
+    latencies.sort_unstable();
+    Level { done: latencies.len(), failed, elapsed, latencies }
+}
+
+/// Whether `GET /v2/health/ready` on `addr` answers 200 within `limit`.
+pub fn wait_ready(addr: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Ok(mut s) = TcpStream::connect(addr) {
+            let _ = write!(s, "GET /v2/health/ready HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+            let mut head = [0u8; 12];
+            if s.read_exact(&mut head).is_ok() && head.ends_with(b"200") {
+                return true;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    false
+}
+
+/// Throughput and latency of one level, printed the same for either server.
+pub struct Measured {
+    pub rps: f64,
+    pub p50: Duration,
+    pub p99: Duration,
+    pub failed: usize,
+}
+
+pub fn measure(label: &str, addr: &str, path: &str, bodies: &Arc<Vec<Vec<u8>>>, c: usize, requests: usize, limit: Duration) -> Measured {
+    let l = load(addr, path, bodies, c, requests, limit);
+    let m = Measured {
+        rps: l.done as f64 / l.elapsed.as_secs_f64(),
+        p50: percentile(&l.latencies, 0.5),
+        p99: percentile(&l.latencies, 0.99),
+        failed: l.failed,
+    };
+    println!(
+        "{label:8} c={c:<4} requests/s {:8.1}  p50 {:7.2} ms  p99 {:7.2} ms  ok {} failed {}  ({:.1} s)",
+        m.rps,
+        m.p50.as_secs_f64() * 1e3,
+        m.p99.as_secs_f64() * 1e3,
+        l.done,
+        l.failed,
+        l.elapsed.as_secs_f64()
+    );
+    m
+}
+
+/// The embeddings a server returns for `bodies` (one text each), parsed by `pick`.
+pub fn embeddings(addr: &str, path: &str, bodies: &[Vec<u8>], pick: fn(&serde_json::Value) -> Option<Vec<f64>>) -> Vec<Vec<f64>> {
+    let mut conn = Conn::open(addr).expect("connect for the embedding check");
+    bodies
+        .iter()
+        .map(|b| {
+            let (code, body) = conn.post(addr, path, b).expect("embedding request");
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            pick(&v).filter(|_| code == 200).unwrap_or_else(|| panic!("{path} answered {code}: {}", String::from_utf8_lossy(&body)))
+        })
+        .collect()
+}
+
+pub fn floats(v: &serde_json::Value) -> Option<Vec<f64>> {
+    v.as_array()?.iter().map(|x| x.as_f64()).collect()
+}
+
+pub fn cosine(a: &[f64], b: &[f64]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    dot / (norm(a) * norm(b)).max(1e-12)
+}
+
+/// The smallest cosine between matching rows of `a` and `b`.
+pub fn min_cosine(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| cosine(x, y)).fold(f64::INFINITY, f64::min)
+}
