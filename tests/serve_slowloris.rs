@@ -18,18 +18,14 @@ mod common;
 #[allow(dead_code)]
 mod serve;
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use serve::Server;
+use serve::{closed, fd_count, settle_fds, Server};
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn fd_count(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0)
 }
 
 /// One complete request on its own connection; the status line's code.
@@ -40,17 +36,6 @@ fn get(addr: &str, path: &str) -> Option<u16> {
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     out.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// Whether the peer has closed `s` (EOF or reset), without blocking.
-fn closed(s: &mut TcpStream) -> bool {
-    let mut b = [0u8; 256];
-    match s.read(&mut b) {
-        Ok(0) => true,
-        Ok(_) => false,
-        Err(e) if e.kind() == ErrorKind::WouldBlock => false,
-        Err(_) => true,
-    }
 }
 
 /// Watches `socks` for at least `at_least` and until every one is closed or
@@ -75,18 +60,6 @@ fn wait_closed(
         std::thread::sleep(Duration::from_millis(50));
     }
     at
-}
-
-/// Polls until the server's descriptor count is at most `level` (or 10 s pass).
-fn settle_fds(pid: u32, level: usize) -> usize {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let n = fd_count(pid);
-        if n <= level || Instant::now() > deadline {
-            return n;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]

@@ -192,3 +192,36 @@ pub fn minilm(deps: &Path) -> PathBuf {
     assert!(p.join("model.onnx").is_file(), "{} is missing: run scripts/setup first", p.display());
     p
 }
+
+/// The number of descriptors process `pid` holds (`/proc/<pid>/fd`).
+#[allow(dead_code)]
+pub fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0)
+}
+
+/// Polls until `pid`'s descriptor count is at most `level` (or 10 s pass); the last count.
+#[allow(dead_code)]
+pub fn settle_fds(pid: u32, level: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let n = fd_count(pid);
+        if n <= level || Instant::now() > deadline {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Whether the peer has closed `s` (EOF or reset), without blocking (`s` is non-blocking);
+/// bytes that arrive are read and dropped.
+#[allow(dead_code)]
+pub fn closed(s: &mut std::net::TcpStream) -> bool {
+    use std::io::{ErrorKind, Read};
+    let mut b = [0u8; 256];
+    match s.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) if e.kind() == ErrorKind::WouldBlock => false,
+        Err(_) => true,
+    }
+}

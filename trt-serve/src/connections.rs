@@ -1,8 +1,9 @@
 //! Connection-level bounds of the listeners: how many connections each
 //! holds, how long a client may take to send a request's head or body, how
-//! long an idle keep-alive connection stays open, and gRPC's stream cap and
-//! keepalive pings. A client that is too slow is disconnected, so a slow or
-//! half-open client cannot hold descriptors for long.
+//! long an idle keep-alive connection stays open, and gRPC's stream cap,
+//! idle timeout and keepalive pings. A client that is too slow is
+//! disconnected, so a slow, half-open or idle client cannot hold descriptors
+//! for long.
 //!
 //! | bound | default | `trt serve` flag | applies to |
 //! |---|---|---|---|
@@ -11,10 +12,27 @@
 //! | [`Transport::body_timeout`] | 30 s | `--body-timeout-secs` | HTTP: the whole request body, from the end of its head (408) |
 //! | [`Transport::max_connections`] | 4096 | `--max-connections` | HTTP and gRPC, each: past it the listener stops accepting until one closes |
 //! | [`Transport::grpc_max_streams`] | 128 | `--grpc-max-streams` | gRPC (and HTTP/2 on the HTTP port): concurrent streams per connection |
+//! | [`Transport::grpc_idle_timeout`] | 300 s | `--grpc-idle-timeout-secs` | gRPC: a connection with no stream open |
 //! | [`Transport::grpc_keepalive_interval`] / `_timeout` | 60 s / 20 s | `--grpc-keepalive-secs` / `--grpc-keepalive-timeout-secs` | gRPC: a ping every interval; no answer within the timeout closes the connection |
 //!
 //! With TLS ([`crate::tls`]) the handshake must finish within the header
 //! timeout too.
+//!
+//! tonic serves the gRPC connections itself and has no idle bound, so a
+//! connection's open streams are counted by a layer around the gRPC service
+//! ([`GrpcStreamsLayer`], which finds the connection through tonic's
+//! connect info) and its reads close the connection once none has been open
+//! for the idle timeout. Keepalive pings and their answers do not count as
+//! activity (as gRPC's own `MAX_CONNECTION_IDLE`), so an idle client that
+//! pings is still closed. The default, 300 s, is longer than the HTTP idle
+//! timeout because a gRPC client keeps its channel for its next call and a
+//! new HTTP/2 (and TLS) connection costs more than an HTTP/1.1 one, and
+//! shorter than the 350 s after which AWS's network load balancer forgets an
+//! idle flow, so the server's close reaches the client instead of the
+//! client's next call meeting a reset. The close is a plain TCP close (tonic
+//! holds the HTTP/2 connection, so no GOAWAY can be sent for it alone); a
+//! gRPC client sees its idle transport closed and connects again for its
+//! next call.
 //!
 //! The per-request inference timeout is a [`crate::limits::Limits`] bound
 //! (it applies to a request, whichever front end took it).
@@ -56,6 +74,8 @@ pub struct Transport {
     pub max_connections: usize,
     /// Most concurrent HTTP/2 streams per connection.
     pub grpc_max_streams: u32,
+    /// Longest time a gRPC connection stays open with no stream open.
+    pub grpc_idle_timeout: Duration,
     /// Interval of HTTP/2 keepalive pings on gRPC connections.
     pub grpc_keepalive_interval: Duration,
     /// How long a keepalive ping may go unanswered.
@@ -70,6 +90,7 @@ impl Default for Transport {
             body_timeout: Duration::from_secs(30),
             max_connections: 4096,
             grpc_max_streams: 128,
+            grpc_idle_timeout: Duration::from_secs(300),
             grpc_keepalive_interval: Duration::from_secs(60),
             grpc_keepalive_timeout: Duration::from_secs(20),
         }
@@ -97,12 +118,23 @@ struct State {
     idle_since: Instant,
     /// Whether a request has been answered (then idle means keep-alive).
     answered: bool,
+    /// When the last byte arrived.
+    read_at: Instant,
+    /// When the last request or stream ended (or the connection opened);
+    /// unlike `idle_since`, writes (keepalive pings) do not move it.
+    quiet_since: Instant,
 }
+
+/// How long after bytes arrive a gRPC connection is not closed as idle:
+/// they may hold a new stream's headers that tonic has read but not yet
+/// handed to the service, which is what counts the stream.
+const READ_GRACE: Duration = Duration::from_secs(1);
 
 impl Activity {
     fn new() -> Self {
+        let now = Instant::now();
         Activity {
-            state: Mutex::new(State { in_flight: 0, head_since: None, idle_since: Instant::now(), answered: false }),
+            state: Mutex::new(State { in_flight: 0, head_since: None, idle_since: now, answered: false, read_at: now, quiet_since: now }),
             head: Notify::new(),
         }
     }
@@ -113,6 +145,7 @@ impl Activity {
 
     fn on_read(&self) {
         let mut s = self.lock();
+        s.read_at = Instant::now();
         if s.in_flight == 0 && s.head_since.is_none() {
             s.head_since = Some(Instant::now());
             drop(s);
@@ -138,8 +171,16 @@ impl Activity {
         s.in_flight -= 1;
         if s.in_flight == 0 {
             s.idle_since = Instant::now();
+            s.quiet_since = s.idle_since;
             s.answered = true;
         }
+    }
+
+    /// When a gRPC connection is to be closed as idle if nothing changes;
+    /// `None` while a stream is open.
+    fn quiet_deadline(&self, timeout: Duration) -> Option<Instant> {
+        let s = self.lock();
+        (s.in_flight == 0).then(|| (s.quiet_since + timeout).max(s.read_at + READ_GRACE))
     }
 
     /// When the connection is to be closed if nothing changes; `None` while
@@ -176,14 +217,55 @@ impl Drop for Busy {
 
 /// An accepted connection: its socket, its slot under the listener's cap
 /// (freed when the connection is dropped), and for gRPC the deadline by
-/// which the HTTP/2 preface must have arrived.
+/// which the HTTP/2 preface must have arrived and the idle timeout.
 #[derive(Debug)]
 pub struct Conn {
     stream: TcpStream,
     activity: Arc<Activity>,
     /// The preface deadline and the bytes still expected before it.
     preface: Option<(Pin<Box<tokio::time::Sleep>>, usize)>,
+    /// gRPC: closes the connection when no stream has been open for a while.
+    quiet: Option<QuietTimer>,
     _slot: OwnedSemaphorePermit,
+}
+
+/// A gRPC connection's idle timer, checked by its reads (tonic reads every
+/// connection for as long as it is open, so a pending read is always there
+/// to be woken).
+#[derive(Debug)]
+struct QuietTimer {
+    timeout: Duration,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    /// The instant `timer` is set to.
+    armed: Instant,
+}
+
+impl QuietTimer {
+    fn new(timeout: Duration) -> Self {
+        let armed = Instant::now() + timeout;
+        QuietTimer { timeout, timer: Box::pin(tokio::time::sleep_until(armed.into())), armed }
+    }
+
+    /// Whether the connection has been idle for the timeout; if not, the
+    /// timer is set to wake the read when it may have been.
+    fn expired(&mut self, activity: &Activity, cx: &mut Context<'_>) -> bool {
+        let now = Instant::now();
+        let due = match activity.quiet_deadline(self.timeout) {
+            Some(due) if due <= now => return true,
+            Some(due) => due,
+            // A stream is open: look again a timeout from now (its end restarts the clock).
+            None if self.armed > now => self.armed,
+            None => now + self.timeout,
+        };
+        if due != self.armed {
+            self.armed = due;
+            self.timer.as_mut().reset(due.into());
+        }
+        if self.timer.as_mut().poll(cx).is_ready() {
+            cx.waker().wake_by_ref();
+        }
+        false
+    }
 }
 
 /// The HTTP/2 client connection preface's length (RFC 9113, 3.4).
@@ -210,6 +292,12 @@ impl AsyncRead for Conn {
         if let Some((deadline, _)) = &mut this.preface {
             if deadline.as_mut().poll(cx).is_ready() {
                 return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "no HTTP/2 preface within the header timeout")));
+            }
+        }
+        if let Some(quiet) = &mut this.quiet {
+            if quiet.expired(&this.activity, cx) {
+                tracing::debug!("closing a gRPC connection with no stream open for {:?}", quiet.timeout);
+                return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "no gRPC stream within the idle timeout")));
             }
         }
         r
@@ -252,11 +340,26 @@ impl AsyncWrite for Conn {
     }
 }
 
+/// What tonic puts in each gRPC request's extensions: the peer's addresses
+/// and the connection's activity, which [`GrpcStreamsLayer`] counts streams on.
+#[derive(Debug, Clone)]
+pub struct GrpcConnInfo {
+    tcp: tonic::transport::server::TcpConnectInfo,
+    activity: Arc<Activity>,
+}
+
+impl GrpcConnInfo {
+    /// The client's address.
+    pub fn remote_addr(&self) -> Option<std::net::SocketAddr> {
+        self.tcp.remote_addr()
+    }
+}
+
 impl tonic::transport::server::Connected for Conn {
-    type ConnectInfo = tonic::transport::server::TcpConnectInfo;
+    type ConnectInfo = GrpcConnInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
-        self.stream.connect_info()
+        GrpcConnInfo { tcp: self.stream.connect_info(), activity: self.activity.clone() }
     }
 }
 
@@ -375,7 +478,7 @@ pub(crate) async fn serve_http(
     let builder = Arc::new(builder);
     while let Some((stream, slot)) = accept(&listener, &cap, &mut stopped).await {
         let activity = Arc::new(Activity::new());
-        let io = Conn { stream, activity: activity.clone(), preface: None, _slot: slot };
+        let io = Conn { stream, activity: activity.clone(), preface: None, quiet: None, _slot: slot };
         let (router, builder, t, stopped) = (router.clone(), builder.clone(), t.clone(), stopped.clone());
         match &tls {
             None => drop(tokio::spawn(http_connection(io, activity, router, builder, t, stopped))),
@@ -462,11 +565,12 @@ pub(crate) fn grpc_incoming(
 ) -> tokio_stream::wrappers::ReceiverStream<io::Result<GrpcConn>> {
     let (tx, rx) = tokio::sync::mpsc::channel(1);
     let cap = Arc::new(Semaphore::new(t.max_connections));
-    let header_timeout = t.header_timeout;
+    let (header_timeout, idle_timeout) = (t.header_timeout, t.grpc_idle_timeout);
     tokio::spawn(async move {
         while let Some((stream, slot)) = accept(&listener, &cap, &mut stopped).await {
             let preface = Some((Box::pin(tokio::time::sleep(header_timeout)), H2_PREFACE_LEN));
-            let conn = Conn { stream, activity: Arc::new(Activity::new()), preface, _slot: slot };
+            let quiet = Some(QuietTimer::new(idle_timeout));
+            let conn = Conn { stream, activity: Arc::new(Activity::new()), preface, quiet, _slot: slot };
             match &tls {
                 None => {
                     if tx.send(Ok(GrpcConn::Plain(conn))).await.is_err() {
@@ -530,7 +634,7 @@ impl AsyncWrite for GrpcConn {
 }
 
 impl tonic::transport::server::Connected for GrpcConn {
-    type ConnectInfo = tonic::transport::server::TcpConnectInfo;
+    type ConnectInfo = GrpcConnInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
         match self {
@@ -540,10 +644,79 @@ impl tonic::transport::server::Connected for GrpcConn {
     }
 }
 
-/// tonic's server builder with `t`'s stream cap and keepalive.
-pub(crate) fn grpc_builder(t: &Transport) -> tonic::transport::Server {
+/// tonic's server builder with `t`'s stream cap and keepalive, its streams
+/// counted for the idle timeout ([`GrpcStreamsLayer`], outermost).
+pub(crate) fn grpc_builder(
+    t: &Transport,
+) -> tonic::transport::Server<tower::layer::util::Stack<GrpcStreamsLayer, tower::layer::util::Identity>> {
     tonic::transport::Server::builder()
         .max_concurrent_streams(t.grpc_max_streams)
         .http2_keepalive_interval(Some(t.grpc_keepalive_interval))
         .http2_keepalive_timeout(Some(t.grpc_keepalive_timeout))
+        .layer(GrpcStreamsLayer)
+}
+
+/// Counts each gRPC request as an open stream of its connection (found in
+/// the request's [`GrpcConnInfo`]) until its response body is dropped, for
+/// the idle timeout. Wrap the whole gRPC service in it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct GrpcStreamsLayer;
+
+impl<S> tower::Layer<S> for GrpcStreamsLayer {
+    type Service = GrpcStreams<S>;
+
+    fn layer(&self, inner: S) -> GrpcStreams<S> {
+        GrpcStreams(inner)
+    }
+}
+
+/// The service [`GrpcStreamsLayer`] makes.
+#[derive(Debug, Clone)]
+pub(crate) struct GrpcStreams<S>(S);
+
+impl<S, B, RB> tower::Service<hyper::Request<B>> for GrpcStreams<S>
+where
+    S: tower::Service<hyper::Request<B>, Response = hyper::Response<RB>>,
+    S::Future: Send + 'static,
+    RB: Body + Send + 'static,
+{
+    type Response = hyper::Response<StreamBody<RB>>;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: hyper::Request<B>) -> Self::Future {
+        let busy = req.extensions().get::<GrpcConnInfo>().map(|info| Busy::new(info.activity.clone()));
+        let call = self.0.call(req);
+        Box::pin(async move {
+            let response = call.await?;
+            Ok(response.map(|inner| StreamBody { inner: Box::pin(inner), _busy: busy }))
+        })
+    }
+}
+
+/// A gRPC response body that keeps its stream counted until it is dropped.
+pub(crate) struct StreamBody<B> {
+    inner: Pin<Box<B>>,
+    _busy: Option<Busy>,
+}
+
+impl<B: Body> Body for StreamBody<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        self.get_mut().inner.as_mut().poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
 }

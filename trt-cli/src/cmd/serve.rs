@@ -102,6 +102,10 @@ pub struct Args {
     #[arg(long, default_value_t = Transport::default().grpc_max_streams)]
     pub grpc_max_streams: u32,
 
+    /// Seconds a gRPC connection stays open with no stream open (keepalive pings do not count).
+    #[arg(long, default_value_t = Transport::default().grpc_idle_timeout.as_secs())]
+    pub grpc_idle_timeout_secs: u64,
+
     /// Seconds between HTTP/2 keepalive pings on gRPC connections.
     #[arg(long, default_value_t = Transport::default().grpc_keepalive_interval.as_secs())]
     pub grpc_keepalive_secs: u64,
@@ -251,6 +255,7 @@ pub fn run(a: Args) -> Result<()> {
         body_timeout: positive(a.body_timeout_secs, "body-timeout-secs")?,
         max_connections: a.max_connections,
         grpc_max_streams: a.grpc_max_streams,
+        grpc_idle_timeout: positive(a.grpc_idle_timeout_secs, "grpc-idle-timeout-secs")?,
         grpc_keepalive_interval: positive(a.grpc_keepalive_secs, "grpc-keepalive-secs")?,
         grpc_keepalive_timeout: positive(a.grpc_keepalive_timeout_secs, "grpc-keepalive-timeout-secs")?,
     };
