@@ -140,8 +140,10 @@ case "${1:?step 1, 2, 3, 4 or 5}" in
   [ -x "$W/bin/nlp_cuda" ] || { echo "ort-cuda.sh 3: call 2 first, on the same warm machine" >&2; exit 1; }
   unpack .gpu/c3/bins "$W/bin" ort_cuda embed_cuda || exit 1
   cp .gpu/c3/rtx.part00 "$W/rtx.part00"
-  # Model only, twice: the spread between two runs of the same shapes shows.
+  # Model only, twice: the spread between two runs of the same shapes shows
+  # (SKIP_MODEL_BENCH=1: only the end-to-end bench).
   for run in 1 2; do
+    [ "${SKIP_MODEL_BENCH:-0}" = 1 ] && break
     ORT_CUDA_BENCH_SCRIPT=benches/ort_cuda_python.py ORT_CUDA_BENCH_RUNS=200 timeout 200 "$W/bin/ort_cuda" > "$OUT/ort_cuda_run$run.log" 2> "$OUT/ort_cuda_run$run.stderr"
     echo "== ort_cuda run $run (exit $?)"
     grep -E "^ratio|^cuda_graphs" "$OUT/ort_cuda_run$run.log"
