@@ -9,7 +9,9 @@
 //!   throughout, and so does one whose single stream stays open (a request
 //!   whose body has not arrived); each is closed once idle; the server's
 //!   descriptor count returns to its idle level; a grpcio client whose
-//!   connection was closed as idle connects again for its next call;
+//!   connection was closed as idle connects again for its next call, and
+//!   `grpc.health.v1.Health/Check` (Kubernetes' grpc probe) answers without
+//!   the API key;
 //! - `--grpc-max-streams` is announced in the server's SETTINGS and a stream
 //!   past it is refused (RST_STREAM REFUSED_STREAM) while the others are
 //!   answered.
@@ -214,7 +216,8 @@ fn idle_grpc_connections_are_closed_and_active_ones_kept() {
     let timeout = 3u64;
     let repo = tempfile::tempdir().unwrap();
     let (t, ping) = (secs(timeout), secs(1));
-    let flags = ["--grpc-idle-timeout-secs", t.as_str(), "--grpc-keepalive-secs", ping.as_str()];
+    // With an API key: the health RPCs (ServerLive here, grpc.health.v1 below) need none.
+    let flags = ["--grpc-idle-timeout-secs", t.as_str(), "--grpc-keepalive-secs", ping.as_str(), "--api-key", "k1"];
     let server = Server::start(std::path::Path::new(env!("CARGO_BIN_EXE_trt")), repo.path(), &flags, Duration::from_secs(60));
     let (code, _, _) = serve::http_request(&server.http, "GET", "/v2/health/live", "", "");
     assert_eq!(code, 200, "the server answers before the test");
@@ -264,7 +267,10 @@ fn idle_grpc_connections_are_closed_and_active_ones_kept() {
     assert!(after_fds <= idle_fds, "descriptors did not return to the idle level: {after_fds}, idle {idle_fds}");
 
     // A real gRPC client (grpcio) keeps its channel; the server closes the idle
-    // connection under it, and the next call connects again.
+    // connection under it, and the next call connects again. Then the health
+    // checking protocol as Kubernetes' grpc probe calls it (no metadata): the
+    // messages by hand (HealthCheckRequest field 1 = service; the answer's
+    // field 1 = status, SERVING = 1), since grpcio's health package is not installed.
     let deps = common::deps();
     let python = serve::venv_python(&deps, "grpc, tritonclient.grpc", "tritonclient[grpc]");
     let script = r#"
@@ -276,6 +282,19 @@ assert stub.ServerLive(service_pb2.ServerLiveRequest(), timeout=10).live
 time.sleep(float(sys.argv[2]))
 assert stub.ServerLive(service_pb2.ServerLiveRequest(), timeout=10).live
 print("grpcio: answered before and after the idle close")
+check = channel.unary_unary("/grpc.health.v1.Health/Check")
+for service in (b"", b"readiness", b"liveness", b"inference.GRPCInferenceService"):
+    request = b"\n" + bytes([len(service)]) + service if service else b""
+    answer = check(request, timeout=10)
+    assert answer == b"\x08\x01", (service, answer)
+for call, want in ((lambda: check(b"\n\x04nope", timeout=10), grpc.StatusCode.NOT_FOUND),
+                   (lambda: stub.ServerMetadata(service_pb2.ServerMetadataRequest(), timeout=10), grpc.StatusCode.UNAUTHENTICATED)):
+    try:
+        call()
+        sys.exit(f"answered although {want} was expected")
+    except grpc.RpcError as e:
+        assert e.code() == want, (e.code(), e.details())
+print("grpc.health.v1.Health/Check: SERVING for '', readiness, liveness and the inference service without a key; NOT_FOUND for another name; ServerMetadata needs the key")
 "#;
     let wait = format!("{}", timeout as f64 + 1.5);
     let mut cmd = Command::new(&python);

@@ -6,7 +6,7 @@
 //!
 //! | group | routes | key required |
 //! |---|---|---|
-//! | health | `/v2/health/*`, `/v2/models/{m}[/versions/{v}]/ready`, TEI's `/health` and `/models/{m}/health`; gRPC `ServerLive`, `ServerReady`, `ModelReady` | none, or the API key with [`Access::protect_health`] |
+//! | health | `/v2/health/*`, `/v2/models/{m}[/versions/{v}]/ready`, TEI's `/health` and `/models/{m}/health`; gRPC `ServerLive`, `ServerReady`, `ModelReady`, `grpc.health.v1.Health/Check` | none, or the API key with [`Access::protect_health`] |
 //! | metrics | `/metrics` (its own port) | none, or the API key with [`Access::protect_metrics`] |
 //! | admin | `/v2/repository/*`; gRPC `Repository*` | the admin key; with none set, the API key |
 //! | inference | every other route (infer, metadata, config, statistics, ...) | the API key |
@@ -103,6 +103,9 @@ impl Group {
 
     /// The group of a gRPC method path (`/package.Service/Method`).
     pub fn of_grpc(path: &str) -> Group {
+        if path.starts_with("/grpc.health.v1.Health/") {
+            return Group::Health;
+        }
         match path.rsplit('/').next().unwrap_or_default() {
             "ServerLive" | "ServerReady" | "ModelReady" => Group::Health,
             m if m.starts_with("Repository") => Group::Admin,
@@ -255,6 +258,7 @@ mod tests {
         assert!(p.check(Group::Metrics, None).is_err());
         assert_eq!(Group::of_grpc("/inference.GRPCInferenceService/RepositoryModelUnload"), Group::Admin);
         assert_eq!(Group::of_grpc("/inference.GRPCInferenceService/ServerReady"), Group::Health);
+        assert_eq!(Group::of_grpc("/grpc.health.v1.Health/Check"), Group::Health);
         assert_eq!(Group::of_grpc("/inference.GRPCInferenceService/ModelInfer"), Group::Inference);
         // Without an admin key, the API key opens the repository routes.
         let one = Access { admin_api_key: None, ..access() };

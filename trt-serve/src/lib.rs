@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | front ends | [`http`] | KServe v2 REST routes (axum), binary tensor extension header, `/metrics` |
 //! | | [`grpc`] | `inference.GRPCInferenceService` (tonic; `proto/inference.proto` compiled by protox) |
+//! | | `grpc_health` | `grpc.health.v1.Health/Check` on the gRPC port, for Kubernetes' `grpc` probes |
 //! | protocol | [`kserve`] | transport-independent requests and responses, JSON and binary tensor codecs, classification extension |
 //! | | [`tei`], [`openai`] | text-embeddings-inference and OpenAI embeddings requests decoded and checked, their error bodies |
 //! | | [`api_model`] | the model behind a TEI / OpenAI route: inputs to token rows, rows through the version's dispatcher |
@@ -44,6 +45,7 @@ pub mod dispatch;
 pub mod error;
 pub mod gpu_metrics;
 pub mod grpc;
+mod grpc_health;
 pub mod http;
 pub mod kserve;
 pub mod limits;

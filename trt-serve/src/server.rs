@@ -123,6 +123,7 @@ impl Listeners {
             .layer(crate::request_span::RequestSpanLayer)
             .layer(crate::auth::GrpcAuthLayer(access.clone()))
             .add_service(crate::grpc::server(service.clone()))
+            .add_service(crate::grpc_health::server(service.clone()))
             .serve_with_incoming_shutdown(
                 crate::connections::grpc_incoming(self.grpc, transport, tls.map(|t| t.grpc.clone()), rx),
                 async move {
