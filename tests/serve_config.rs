@@ -213,3 +213,21 @@ fn version_policies_select_from_disk() {
     let c = ModelConfig::parse(&CLASSIFIER.replace("latest: { num_versions: 2 }", "specific: { versions: [1, 3] }"), "minilm").unwrap();
     assert_eq!(c.version_policy, VersionPolicy::Specific(vec![1, 3]));
 }
+
+#[test]
+fn parameters_keep_their_string_values_in_order_and_unread_keys_are_warned_about() {
+    let text = concat!(
+        "platform: \"onnxruntime_onnx\"\nmax_batch_size: 8\n",
+        "parameters [ { key: \"pad.input_ids\" value { string_value: \"0\" } }, { key: \"unpad.last_hidden_state\" value: { string_value: \"0=input_ids:0\" } } ]\n",
+        "parameters { key: \"execution_mode\" value { string_value: \"1\" } }\n",
+    );
+    let c = ModelConfig::parse(text, "m").unwrap();
+    let got: Vec<(&str, &str)> = c.parameters.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!(got, [("pad.input_ids", "0"), ("unpad.last_hidden_state", "0=input_ids:0"), ("execution_mode", "1")]);
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert!(c.warnings[0].contains("line 4: parameter 'execution_mode' is not read by trt serve"), "{:?}", c.warnings);
+    let twice = format!("{text}parameters {{ key: \"pad.input_ids\" value {{ string_value: \"1\" }} }}\n");
+    assert!(ModelConfig::parse(&twice, "m").unwrap_err().to_string().contains("parameters.key: 'pad.input_ids' is given twice"));
+    let no_value = "platform: \"onnxruntime_onnx\"\nparameters { key: \"pad.x\" }\n";
+    assert!(ModelConfig::parse(no_value, "m").unwrap_err().to_string().contains("parameters.value.string_value: missing for 'pad.x'"));
+}

@@ -11,6 +11,7 @@
 //! |---|---|
 //! | `bert_ids` | the default model with int64 token inputs (`.deps/models/minilm-int64`), its config declaring them; dynamic batching |
 //! | `bert_auto` | the same model, a config with no input or output: completed from the model |
+//! | `bert_padded` | `bert_ids` with its three inputs declared paddable (`pad.*` parameters) and `last_hidden_state` cut back (`unpad.*`): ragged requests share batches |
 //! | `fp16` | the FP16 default model: INT32 inputs, FP16 outputs, completed from the model |
 //! | `mlp` | a small FP32 model with a fixed feature dimension (`.deps/models/test/external_weights.onnx`) |
 //! | `minilm` | a text model next to them |
@@ -64,6 +65,17 @@ fn tritonclient_sends_int64_token_tensors_to_tensor_models() {
     let batching = "dynamic_batching { max_queue_delay_microseconds: 20000 }\ninstance_group [ { count: 1 kind: KIND_CPU } ]";
     let int64_model = int64.join("model.onnx");
     add_tensor_model(root, "bert_ids", &ids_config("TYPE_INT64", batching), &int64, &[(&int64_model, "model.onnx")]);
+    let padded = concat!(
+        "parameters [ { key: \"pad.input_ids\" value { string_value: \"0\" } }, { key: \"pad.attention_mask\" value { string_value: \"0\" } },\n",
+        "  { key: \"pad.token_type_ids\" value { string_value: \"0 along 0\" } }, { key: \"unpad.last_hidden_state\" value { string_value: \"0=input_ids:0\" } } ]",
+    );
+    add_tensor_model(
+        root,
+        "bert_padded",
+        &ids_config("TYPE_INT64", &format!("{batching}\n{padded}")),
+        &int64,
+        &[(&int64_model, "model.onnx")],
+    );
     add_tensor_model(root, "bert_auto", "platform: \"onnxruntime_onnx\"\nmax_batch_size: 4\n", &int64, &[(&int64_model, "model.onnx")]);
     add_tensor_model(root, "broken", &ids_config("TYPE_INT32", ""), &int64, &[(&int64_model, "model.onnx")]);
     let fp16 = minilm.join("model_fp16.onnx");

@@ -103,7 +103,7 @@ expect(gindex[("broken", "1")].state == "UNAVAILABLE" and "TYPE_INT32" in gindex
 plan = index[("plan_ids", "1")]
 # Why: no CUDA driver here, or (a server built without the tensorrt feature) no TensorRT at all.
 expect(plan["state"] == "UNAVAILABLE" and ("CUDA" in plan["reason"] or "without TensorRT" in plan["reason"]), f"plan_ids {plan}")
-for m in ["bert_ids", "bert_auto", "fp16", "mlp", "mlp_whole", "minilm"]:
+for m in ["bert_ids", "bert_auto", "bert_padded", "fp16", "mlp", "mlp_whole", "minilm"]:
     expect(H.is_model_ready(m) and G.is_model_ready(m), f"{m} ready")
     expect(index[(m, "1")]["state"] == "READY", index[(m, "1")])
 expect_error(lambda: H.infer("broken", http_inputs(ids(TEXTS[:1]))), 503, "TYPE_INT32", "infer on the model that failed to load")
@@ -199,6 +199,37 @@ for i, logits, hidden in results:
 rows, execs = metric("nv_inference_count" + mv) - count0, metric("nv_inference_exec_count" + mv) - exec0
 expect(rows == 24 and 0 < execs < rows, f"{rows} inferences in {execs} executions")
 ok(f"dynamic batching: 24 concurrent requests (16 of one shape, 8 ragged) ran in {execs:.0f} batches, each as onnxruntime alone")
+
+# --- Declared paddable: ragged requests share batches, padded to the longest; each gets what it gets alone.
+pv = '{model="bert_padded",version="1"}'
+count0, exec0 = metric("nv_inference_count" + pv), metric("nv_inference_exec_count" + pv)
+pc = H.get_model_config("bert_padded")
+expect(pc["parameters"]["unpad.last_hidden_state"] == {"string_value": "0=input_ids:0"}, pc.get("parameters"))
+gpc = G.get_model_config("bert_padded").config
+expect(gpc.parameters["pad.token_type_ids"].string_value == "0 along 0", gpc.parameters)
+# Ragged lengths, one or two rows a request; the reference runs each request alone.
+padded_texts = ragged_texts + ["one more", "and a last one that is longer than most of the others here"]
+padded_feeds = [ids([t]) for t in padded_texts] + [ids(padded_texts[:2]), ids(padded_texts[3:5])]
+ref_padded = [reference(f) for f in padded_feeds]
+
+
+def padded_call(i):
+    c = tg.InferenceServerClient(args.grpc)
+    r = c.infer("bert_padded", grpc_inputs(padded_feeds[i % len(padded_feeds)]))
+    return i, r.as_numpy("logits"), r.as_numpy("last_hidden_state")
+
+
+with cf.ThreadPoolExecutor(16) as pool:
+    results = list(pool.map(padded_call, range(24), timeout=120))
+worst = 0.0
+for i, logits, hidden in results:
+    want = ref_padded[i % len(padded_feeds)]
+    worst = max(worst, close(logits, want["logits"], f"padded request {i} logits"))
+    worst = max(worst, close(hidden, want["last_hidden_state"], f"padded request {i} last_hidden_state (its own length)"))
+sent = sum(padded_feeds[i % len(padded_feeds)]["input_ids"].shape[0] for i in range(24))
+rows, execs = metric("nv_inference_count" + pv) - count0, metric("nv_inference_exec_count" + pv) - exec0
+expect(rows == sent and 0 < execs < 24, f"{rows} inferences of {sent} rows in {execs} executions")
+ok(f"paddable inputs: 24 concurrent ragged requests ({sent} rows, {len(set(f['input_ids'].shape[1] for f in padded_feeds))} lengths) ran in {execs:.0f} batches; outputs equal onnxruntime on each alone (max difference {worst:.1e})")
 
 # --- Bad shapes and dtypes: 400 / INVALID_ARGUMENT naming the input.
 one = ids(TEXTS[:1])

@@ -166,6 +166,7 @@ fn config_proto(c: &ModelConfig) -> proto::ModelConfig {
             })
             .collect(),
         scheduling_choice: batching,
+        parameters: c.parameters.iter().map(|(k, v)| (k.clone(), proto::ModelParameter { string_value: v.clone() })).collect(),
     }
 }
 

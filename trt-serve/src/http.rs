@@ -128,6 +128,9 @@ pub fn config_json(c: &ModelConfig) -> Value {
             json!({ "name": format!("{}_{i}", c.name), "count": g.count, "kind": g.kind.triton_name(), "gpus": g.gpus })
         }).collect::<Vec<_>>(),
     });
+    if !c.parameters.is_empty() {
+        out["parameters"] = c.parameters.iter().map(|(k, v)| (k.clone(), json!({ "string_value": v }))).collect();
+    }
     if let Some(db) = &c.dynamic_batching {
         let q = &db.default_queue_policy;
         out["dynamic_batching"] = json!({

@@ -21,6 +21,7 @@
 //! | | [`text_model`] | a config bound to trt-nlp's `TextModel`: the text input, the outputs it exposes (and the pooled `embedding`) |
 //! | | [`tensor_model`] | a config bound to trt-nlp's `TensorBackend`: tensor inputs and outputs of any numeric type, checked or read from the model |
 //! | | [`tensor_dispatch`] | a tensor model's queue: requests of equal shapes stacked along the batch axis |
+//! | | `tensor_padding` | ragged requests in one batch: `pad.<input>` / `unpad.<output>` config parameters, padding to the longest, outputs cut back |
 //! | | [`loader`] | a version folder opened through trt-nlp (model folder, backend for the platform, tokenizer) |
 //! | | [`placement`] | `instance_group` on the GPUs: device instances, checked against the GPUs there are |
 //! | | [`metrics`] | Prometheus metrics under Triton's names |
@@ -64,6 +65,7 @@ pub mod tei;
 pub mod tensor_dispatch;
 mod tensor_infer;
 pub mod tensor_model;
+mod tensor_padding;
 pub mod text_model;
 pub mod tls;
 pub mod traceparent;

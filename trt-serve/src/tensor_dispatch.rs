@@ -3,7 +3,7 @@
 //!
 //! | config | a batch is |
 //! |---|---|
-//! | `dynamic_batching { ... }` and `max_batch_size > 0` | queued requests whose inputs agree on every dimension after the batch axis, stacked along it, up to `max_batch_size` rows |
+//! | `dynamic_batching { ... }` and `max_batch_size > 0` | queued requests whose inputs agree on every dimension after the batch axis (but those the config declares paddable), stacked along it, up to `max_batch_size` rows |
 //! | otherwise | one request |
 //!
 //! Batches are cut as Triton's dynamic batcher cuts them, simplified: the
@@ -12,7 +12,11 @@
 //! `max_batch_size` or a preferred batch size, or when the oldest request
 //! has waited `max_queue_delay_microseconds`. Requests of another shape
 //! (ragged sequence lengths) wait for a batch of their own, so no tensor is
-//! padded and every row's outputs are those it would get alone.
+//! padded and every row's outputs are those it would get alone, unless the
+//! config declares those dimensions paddable (`pad.<input>` parameters,
+//! module `tensor_padding`): then they share a batch, padded to its
+//! longest, and outputs the config maps (`unpad.<output>`) come back at
+//! each request's own length.
 //!
 //! One worker forms a batch at a time (the others wait to form the next), so
 //! a request is never split between two half-full batches. The queue holds
@@ -35,6 +39,7 @@ use crate::dispatch::{max_queue, Policy};
 use crate::error::{ServeError, ServeResult};
 use crate::limits::Limits;
 use crate::tensor_model::TensorModel;
+use crate::tensor_padding::BatchKey;
 
 /// What a request got back, and where its time went.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,8 +54,8 @@ pub struct TensorRan {
 
 struct Job {
     rows: usize,
-    /// Each input's dimensions after the batch axis: requests batch together when equal.
-    key: Vec<Vec<usize>>,
+    /// Each input's dimensions after the batch axis (paddable ones left out): requests batch together when equal.
+    key: BatchKey,
     inputs: Vec<Tensor>,
     enqueued: Instant,
     deadline: Option<Instant>,
@@ -161,7 +166,7 @@ impl TensorDispatcher {
         let enqueued = Instant::now();
         let started = Arc::new(AtomicBool::new(false));
         let (reply, answer) = oneshot::channel();
-        let key = inputs.iter().map(|t| t.shape().get(1..).unwrap_or_default().to_vec()).collect();
+        let key = self.shared.model.padding().key(&inputs);
         let job = Job { rows, key, inputs, enqueued, deadline: timeout.map(|t| enqueued + t), started: started.clone(), reply };
         {
             let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -290,16 +295,17 @@ fn run_batch(shared: &Shared, mut batch: Vec<Job>) {
         j.started.store(true, Ordering::Release);
     }
     let merged = batch.len() > 1;
+    let padding = shared.model.padding();
+    let mut padded = false;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> ServeResult<Vec<Tensor>> {
-        let stacked: Vec<Tensor>;
+        let mut stacked = Vec::new();
         let inputs: &[Tensor] = if merged {
-            let names: Vec<&str> = shared.model.input_names().collect();
-            stacked = (0..names.len())
-                .map(|k| {
-                    let parts: Vec<&Tensor> = batch.iter().map(|j| &j.inputs[k]).collect();
-                    Tensor::concat(names[k], &parts).map_err(|e| backend_error(label, e))
-                })
-                .collect::<ServeResult<_>>()?;
+            for (k, name) in shared.model.input_names().enumerate() {
+                let parts: Vec<&Tensor> = batch.iter().map(|j| &j.inputs[k]).collect();
+                let (t, grew) = padding.stack(k, name, &parts).map_err(|e| backend_error(label, e))?;
+                padded |= grew;
+                stacked.push(t);
+            }
             &stacked
         } else {
             &batch[0].inputs
@@ -334,8 +340,20 @@ fn run_batch(shared: &Shared, mut batch: Vec<Job>) {
     }
     let mut offset = 0;
     for j in batch {
-        let mine: ServeResult<Vec<Tensor>> =
-            names.iter().zip(&outputs).map(|(n, t)| t.rows(n, offset, j.rows).map_err(|e| backend_error(label, e))).collect();
+        let mine: ServeResult<Vec<Tensor>> = names
+            .iter()
+            .zip(&outputs)
+            .enumerate()
+            .map(|(o, (n, t))| {
+                let rows = t.rows(n, offset, j.rows)?;
+                if padded {
+                    padding.cut(o, n, rows, &j.inputs)
+                } else {
+                    Ok(rows)
+                }
+            })
+            .map(|r| r.map_err(|e| backend_error(label, e)))
+            .collect();
         offset += j.rows;
         let _ = j.reply.send(mine.map(|outputs| TensorRan { outputs, queue: start - j.enqueued, compute }));
     }
@@ -397,6 +415,22 @@ mod tests {
         Tensor::new("x", vec![rows, width], TensorData::F32((0..rows * width).map(|i| start + i as f32).collect())).unwrap()
     }
 
+    /// Sends every `(rows, width, start)` job at once and checks each gets `2 * x` at its own shape.
+    async fn run_all_and_check(d: &Arc<TensorDispatcher>, jobs: &[(usize, usize, f32)]) {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|&(rows, width, start)| {
+                let d = d.clone();
+                tokio::spawn(async move { d.run(rows, vec![x(rows, width, start)], None).await })
+            })
+            .collect();
+        for (h, &(rows, width, start)) in handles.into_iter().zip(jobs) {
+            let ran = tokio::time::timeout(Duration::from_secs(10), h).await.unwrap().unwrap().unwrap();
+            let want: Vec<f32> = (0..rows * width).map(|i| 2.0 * (start + i as f32)).collect();
+            assert_eq!(ran.outputs, vec![Tensor::new("y", vec![rows, width], TensorData::F32(want)).unwrap()]);
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn equal_shapes_share_batches_ragged_ones_do_not_and_each_gets_its_rows() {
         let (d, backend) = dispatcher("dynamic_batching { max_queue_delay_microseconds: 50000 }", Duration::from_millis(5));
@@ -413,24 +447,27 @@ mod tests {
             (1, 5, 70.0),
             (1, 3, 80.0),
         ];
-        let handles: Vec<_> = jobs
-            .iter()
-            .map(|&(rows, width, start)| {
-                let d = d.clone();
-                tokio::spawn(async move { d.run(rows, vec![x(rows, width, start)], None).await })
-            })
-            .collect();
-        for (h, &(rows, width, start)) in handles.into_iter().zip(&jobs) {
-            let ran = tokio::time::timeout(Duration::from_secs(10), h).await.unwrap().unwrap().unwrap();
-            let want: Vec<f32> = (0..rows * width).map(|i| 2.0 * (start + i as f32)).collect();
-            assert_eq!(ran.outputs, vec![Tensor::new("y", vec![rows, width], TensorData::F32(want)).unwrap()]);
-        }
+        run_all_and_check(&d, &jobs).await;
         let batches = backend.batches.lock().unwrap().clone();
         assert_eq!(batches.iter().map(|s| s[0]).sum::<usize>(), 10, "every row ran once: {batches:?}");
         assert!(batches.len() < jobs.len(), "requests were batched: {batches:?}");
         assert!(batches.iter().all(|s| s[0] <= 8), "no batch over max_batch_size: {batches:?}");
         assert!(batches.iter().any(|s| s[1] == 3) && batches.iter().any(|s| s[1] == 5), "{batches:?}");
         assert_eq!(d.executions(), batches.len() as u64);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn declared_paddable_ragged_requests_share_batches_and_get_their_own_lengths_back() {
+        let pad = "parameters { key: \"pad.x\" value { string_value: \"0\" } }\nparameters { key: \"unpad.y\" value { string_value: \"0=x:0\" } }";
+        let (d, backend) =
+            dispatcher(&format!("dynamic_batching {{ max_queue_delay_microseconds: 50000 }}\n{pad}"), Duration::from_millis(5));
+        let d = Arc::new(d);
+        let jobs: Vec<(usize, usize, f32)> = vec![(1, 3, 1.0), (2, 5, 10.0), (1, 1, 30.0), (1, 4, 40.0), (1, 3, 50.0)];
+        run_all_and_check(&d, &jobs).await;
+        let batches = backend.batches.lock().unwrap().clone();
+        assert_eq!(batches.iter().map(|s| s[0]).sum::<usize>(), 6, "every row ran once: {batches:?}");
+        assert!(batches.len() < jobs.len(), "ragged requests were batched: {batches:?}");
+        assert!(batches.iter().any(|s| s[0] > 2 && s[1] == 5), "a batch padded to the longest: {batches:?}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

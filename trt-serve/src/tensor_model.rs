@@ -20,6 +20,7 @@ use trt_nlp::ElementType;
 use crate::config::{ModelConfig, TensorConfig};
 use crate::error::{ServeError, ServeResult};
 use crate::kserve::{DataType, Elements, InputTensor, OutputData};
+use crate::tensor_padding::{Padding, TensorView};
 
 /// The KServe datatype of an element type.
 pub fn datatype_of(element: ElementType) -> DataType {
@@ -67,6 +68,8 @@ pub struct TensorModel {
     outputs: Vec<Declared>,
     /// `max_batch_size` (0: not batched; shapes are whole).
     max_batch: usize,
+    /// Which inputs ragged requests may be padded along (module `tensor_padding`).
+    padding: Padding,
 }
 
 /// The tensors of one request, in the config's input order, and its rows.
@@ -151,10 +154,14 @@ impl TensorModel {
                 config.max_batch_size
             )));
         }
+        fn view(ds: &[Declared]) -> Vec<TensorView<'_>> {
+            ds.iter().map(|d| (d.name.as_str(), d.element, d.dims.as_slice())).collect()
+        }
+        let padding = Padding::from_config(config, &view(&inputs), &view(&outputs))?;
         let mut completed = config.clone();
         completed.inputs = inputs.iter().map(config_entry).collect();
         completed.outputs = outputs.iter().map(config_entry).collect();
-        Ok((TensorModel { backend, inputs, outputs, max_batch: config.max_batch_size }, completed))
+        Ok((TensorModel { backend, inputs, outputs, max_batch: config.max_batch_size, padding }, completed))
     }
 
     /// The backend.
@@ -175,6 +182,11 @@ impl TensorModel {
     /// `max_batch_size` (0: the model is not batched).
     pub fn max_batch(&self) -> usize {
         self.max_batch
+    }
+
+    /// The padding rules for ragged requests in one batch.
+    pub(crate) fn padding(&self) -> &Padding {
+        &self.padding
     }
 
     /// The declared input names, in config order.

@@ -1,7 +1,8 @@
 //! Owned tensors of any element type a backend takes ([`ElementType`]):
 //! typed values in row-major order plus a shape, and what a server does with
 //! them around a batch: read from and write to little-endian bytes (both
-//! KServe binary encodings), stack along the batch axis, cut into rows.
+//! KServe binary encodings), stack along the batch axis, cut into rows, pad
+//! ragged requests to one shape and cut the padding off again.
 //!
 //! Bools are stored one byte each (0 or 1), as TensorRT and ONNX Runtime
 //! lay them out; a nonzero byte reads as true.
@@ -65,6 +66,50 @@ macro_rules! map_data {
     };
 }
 
+/// `$body` as the variant `$a` and `$b` share, with `$x` and `$y` bound to
+/// their vectors; `None` when their element types differ.
+macro_rules! zip_data {
+    ($a:expr, $b:expr, $x:ident, $y:ident => $body:expr) => {
+        match ($a, $b) {
+            (TensorData::F32($x), TensorData::F32($y)) => Some(TensorData::F32($body)),
+            (TensorData::F16($x), TensorData::F16($y)) => Some(TensorData::F16($body)),
+            (TensorData::BF16($x), TensorData::BF16($y)) => Some(TensorData::BF16($body)),
+            (TensorData::I8($x), TensorData::I8($y)) => Some(TensorData::I8($body)),
+            (TensorData::U8($x), TensorData::U8($y)) => Some(TensorData::U8($body)),
+            (TensorData::I32($x), TensorData::I32($y)) => Some(TensorData::I32($body)),
+            (TensorData::I64($x), TensorData::I64($y)) => Some(TensorData::I64($body)),
+            (TensorData::Bool($x), TensorData::Bool($y)) => Some(TensorData::Bool($body)),
+            _ => None,
+        }
+    };
+}
+
+/// `src` (row-major, shape `from`) placed at the same indices in a tensor of
+/// shape `to` (`count` values, no dimension smaller), the rest `fill`.
+fn pad_values<T: Copy>(src: &[T], from: &[usize], to: &[usize], count: usize, fill: T) -> Vec<T> {
+    let mut out = vec![fill; count];
+    let Some((&inner, outer)) = from.split_last() else { return src.to_vec() };
+    if inner == 0 {
+        return out;
+    }
+    // `to`'s strides for every axis but the last (whose runs are copied whole).
+    let mut strides = vec![0; outer.len()];
+    let mut stride = to[outer.len()];
+    for d in (0..outer.len()).rev() {
+        strides[d] = stride;
+        stride *= to[d];
+    }
+    for (run, chunk) in src.chunks_exact(inner).enumerate() {
+        let (mut rest, mut at) = (run, 0);
+        for d in (0..outer.len()).rev() {
+            at += (rest % outer[d]) * strides[d];
+            rest /= outer[d];
+        }
+        out[at..at + inner].copy_from_slice(chunk);
+    }
+    out
+}
+
 /// Element conversion to and from little-endian bytes.
 trait Le: Copy {
     const SIZE: usize;
@@ -121,6 +166,26 @@ impl TensorData {
             ElementType::I64 => TensorData::I64(vec![0; count]),
             ElementType::Bool => TensorData::Bool(vec![false; count]),
         }
+    }
+
+    /// One value of `element` written as text (`0`, `-1`, `0.5`, `true`),
+    /// or `None` when `text` does not read as one.
+    pub fn parse_one(element: ElementType, text: &str) -> Option<Self> {
+        let t = text.trim();
+        Some(match element {
+            ElementType::F32 => TensorData::F32(vec![t.parse().ok()?]),
+            ElementType::F16 => TensorData::F16(vec![f16::from_f32(t.parse().ok()?)]),
+            ElementType::BF16 => TensorData::BF16(vec![bf16::from_f32(t.parse().ok()?)]),
+            ElementType::I8 => TensorData::I8(vec![t.parse().ok()?]),
+            ElementType::U8 => TensorData::U8(vec![t.parse().ok()?]),
+            ElementType::I32 => TensorData::I32(vec![t.parse().ok()?]),
+            ElementType::I64 => TensorData::I64(vec![t.parse().ok()?]),
+            ElementType::Bool => TensorData::Bool(vec![match t {
+                "true" | "1" => true,
+                "false" | "0" => false,
+                _ => return None,
+            }]),
+        })
     }
 
     /// Values of `element` read from little-endian bytes; `raw` must hold a
@@ -284,6 +349,49 @@ impl Tensor {
     }
 }
 
+impl Tensor {
+    /// This tensor grown to `shape` (the same rank, no dimension smaller):
+    /// every value keeps its indices, the new places hold `fill` (one value
+    /// of this element type). `name` is for the error.
+    pub fn padded(&self, name: &str, shape: &[usize], fill: &TensorData) -> Result<Tensor> {
+        let bad = |problem: String| Error::Tensor { tensor: name.to_owned(), problem };
+        if shape.len() != self.shape.len() || shape.iter().zip(&self.shape).any(|(to, from)| to < from) {
+            return Err(bad(format!("shape {:?} cannot be padded to {shape:?}", self.shape)));
+        }
+        let not_one = || bad(format!("the pad value {fill:?} is not one {:?} value", self.element()));
+        if fill.len() != 1 {
+            return Err(not_one());
+        }
+        if shape == self.shape.as_slice() {
+            return Ok(self.clone());
+        }
+        let count = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| bad(format!("shape {shape:?} is too large")))?;
+        let data = zip_data!(&self.data, fill, v, f => pad_values(v, &self.shape, shape, count, f[0])).ok_or_else(not_one)?;
+        Ok(Tensor { shape: shape.to_vec(), data })
+    }
+
+    /// The first `len` places along `axis`, copied (`name` is for the error).
+    pub fn narrowed(&self, name: &str, axis: usize, len: usize) -> Result<Tensor> {
+        let bad = |problem: String| Error::Tensor { tensor: name.to_owned(), problem };
+        let Some(&have) = self.shape.get(axis) else {
+            return Err(bad(format!("axis {axis} of a tensor of shape {:?}", self.shape)));
+        };
+        if len > have {
+            return Err(bad(format!("{len} places along axis {axis} of a tensor of shape {:?}", self.shape)));
+        }
+        if len == have {
+            return Ok(self.clone());
+        }
+        let inner: usize = self.shape[axis + 1..].iter().product();
+        let outer: usize = self.shape[..axis].iter().product();
+        let (from, to) = (have * inner, len * inner);
+        let data = map_data!(&self.data, v => (0..outer).flat_map(|o| v[o * from..o * from + to].iter().copied()).collect());
+        let mut shape = self.shape.clone();
+        shape[axis] = len;
+        Ok(Tensor { shape, data })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,5 +435,32 @@ mod tests {
         let d = Tensor::new("x", vec![1, 3], TensorData::I32(vec![1, 2, 3])).unwrap();
         assert!(Tensor::concat("x", &[&a, &d]).unwrap_err().to_string().contains("I32"));
         assert!(Tensor::new("x", vec![2, 2], TensorData::F32(vec![0.0; 3])).unwrap_err().to_string().contains("do not fill"));
+    }
+
+    #[test]
+    fn ragged_tensors_pad_to_one_shape_and_narrow_back() {
+        // [1, 2, 3] padded to [1, 3, 4] with -1: each row of 3 keeps its place.
+        let a = Tensor::new("x", vec![1, 2, 3], TensorData::I64((1..=6).collect())).unwrap();
+        let fill = TensorData::parse_one(ElementType::I64, " -1 ").unwrap();
+        let p = a.padded("x", &[1, 3, 4], &fill).unwrap();
+        assert_eq!(p.shape(), [1, 3, 4]);
+        assert_eq!(p.data(), &TensorData::I64(vec![1, 2, 3, -1, 4, 5, 6, -1, -1, -1, -1, -1]));
+        assert_eq!(p.narrowed("x", 1, 2).unwrap().narrowed("x", 2, 3).unwrap(), a);
+        assert_eq!(a.padded("x", &[1, 2, 3], &fill).unwrap(), a, "the same shape is no padding");
+        let e = a.padded("x", &[1, 1, 3], &fill).unwrap_err().to_string();
+        assert!(e.contains("cannot be padded to [1, 1, 3]"), "{e}");
+        let e = a.padded("x", &[1, 2, 4], &TensorData::F32(vec![0.0])).unwrap_err().to_string();
+        assert!(e.contains("is not one I64 value"), "{e}");
+        assert!(a.narrowed("x", 3, 1).unwrap_err().to_string().contains("axis 3"));
+        assert!(a.narrowed("x", 1, 3).unwrap_err().to_string().contains("3 places along axis 1"));
+        // Every element type reads its pad value; text that is not one is refused.
+        let f = TensorData::parse_one(ElementType::F16, "0.5").unwrap();
+        assert_eq!(f, TensorData::F16(vec![f16::from_f32(0.5)]));
+        assert_eq!(TensorData::parse_one(ElementType::Bool, "true"), Some(TensorData::Bool(vec![true])));
+        assert_eq!(TensorData::parse_one(ElementType::U8, "-1"), None);
+        assert_eq!(TensorData::parse_one(ElementType::I32, "zero"), None);
+        let b = Tensor::new("m", vec![2, 1], TensorData::Bool(vec![true, true])).unwrap();
+        let pb = b.padded("m", &[2, 3], &TensorData::parse_one(ElementType::Bool, "0").unwrap()).unwrap();
+        assert_eq!(pb.data(), &TensorData::Bool(vec![true, false, false, true, false, false]));
     }
 }

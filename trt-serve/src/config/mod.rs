@@ -14,6 +14,7 @@
 //! | `instance_group` | `count` instances (batches that run at once) per group, and on `KIND_GPU` per GPU of `gpus` (every visible GPU where none is listed, as Triton does; see [`placement`](crate::placement)); `kind` (`KIND_AUTO`, `KIND_CPU`, `KIND_GPU`) |
 //! | `version_policy` | `latest { num_versions }`, `all { }`, `specific { versions }` |
 //! | `optimization` | `cuda { graphs, graph_spec [ { batch_size } ] }`: CUDA graphs for ONNX Runtime on a GPU, batches up to the largest listed size (else `max_batch_size`) |
+//! | `parameters` | `{ key: "..." value { string_value: "..." } }` entries, kept in order; trt serve reads `pad.<input>` and `unpad.<output>` on tensor models (module `tensor_padding`), other keys are kept (shown by the config endpoints) with a warning |
 
 pub mod text_format;
 
@@ -218,6 +219,8 @@ pub struct ModelConfig {
     /// the largest `graph_spec.batch_size` where any is listed, else
     /// `max_batch_size`; 0: no graphs.
     pub cuda_graph_max_batch: usize,
+    /// `parameters` as `(key, string_value)`, in config order, each key once.
+    pub parameters: Vec<(String, String)>,
     /// Fields that were ignored, one line each (logged at load).
     pub warnings: Vec<String>,
 }
@@ -261,6 +264,7 @@ impl ModelConfig {
         let mut instance_groups = Vec::new();
         let mut version_policy = VersionPolicy::Latest(1);
         let mut graphs: Option<Option<usize>> = None;
+        let mut parameters: Vec<(String, String)> = Vec::new();
         for f in &root.fields {
             match f.name.as_str() {
                 "name" => name = Some((cx.string(f, "name")?, f.line)),
@@ -296,6 +300,16 @@ impl ModelConfig {
                 }
                 "version_policy" => version_policy = cx.version_policy(f)?,
                 "optimization" => graphs = cx.optimization(f)?,
+                "parameters" => {
+                    let (key, value) = cx.parameter(f)?;
+                    if parameters.iter().any(|(k, _)| *k == key) {
+                        return Err(err(f.line, "parameters.key", format!("'{key}' is given twice")));
+                    }
+                    if !key.starts_with("pad.") && !key.starts_with("unpad.") {
+                        cx.warnings.push(format!("config.pbtxt line {}: parameter '{key}' is not read by trt serve", f.line));
+                    }
+                    parameters.push((key, value));
+                }
                 _ => cx.unknown("", f),
             }
         }
@@ -372,6 +386,7 @@ impl ModelConfig {
             instance_groups,
             version_policy,
             cuda_graph_max_batch,
+            parameters,
             warnings: cx.warnings,
         })
     }
@@ -478,6 +493,29 @@ impl Cx {
             return Err(err(f.line, &format!("{kind}.dims"), format!("missing for '{name}'")));
         }
         Ok(TensorConfig { name, data_type, dims })
+    }
+
+    /// One `parameters` entry: `key: "..." value { string_value: "..." }`.
+    fn parameter(&mut self, f: &Field) -> Result<(String, String), ConfigError> {
+        let m = self.message(f, "parameters")?;
+        let (mut key, mut value) = (None, None);
+        for g in &m.fields {
+            match g.name.as_str() {
+                "key" => key = Some(self.string(g, "parameters.key")?),
+                "value" => {
+                    for h in &self.message(g, "parameters.value")?.fields {
+                        match h.name.as_str() {
+                            "string_value" => value = Some(self.string(h, "parameters.value.string_value")?),
+                            _ => self.unknown("parameters.value.", h),
+                        }
+                    }
+                }
+                _ => self.unknown("parameters.", g),
+            }
+        }
+        let key = key.ok_or_else(|| err(f.line, "parameters.key", "missing".into()))?;
+        let value = value.ok_or_else(|| err(f.line, "parameters.value.string_value", format!("missing for '{key}'")))?;
+        Ok((key, value))
     }
 
     fn queue_policy(&mut self, f: &Field, path: &str) -> Result<QueuePolicy, ConfigError> {
