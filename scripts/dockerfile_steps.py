@@ -7,11 +7,19 @@ Parses DOCKERFILE (default ROOT/Dockerfile) (line continuations, ARG defaults, s
   .dockerignore, and every COPY --from names an earlier stage;
 - the builder's `cargo build` line names a package, features and binary that
   `cargo metadata` knows (the workspace itself is built by CI, not here);
-- the `onnxruntime` stage's RUN lines, run as written in WORK (its WORKDIR),
-  with this Python: the wheel download and the library extraction; then the
-  files the final stage copies out of it exist, ORT_DYLIB_PATH names one of
-  them, and that library loads and reports the pinned version;
-- the final stage: a non-root USER, ENTRYPOINT `trt serve`, no HEALTHCHECK.
+- each runtime image (a stage with an ENTRYPOINT: `gpu`, and the last stage, the
+  default target, `cpu`): the RUN lines of the stage it copies ONNX Runtime from
+  (`onnxruntime`, `onnxruntime-gpu`), run as written in a folder of WORK (its
+  WORKDIR) with this Python: the wheel download and the library extraction; then
+  the files the image copies out of it exist, ORT_DYLIB_PATH names one of them,
+  and that library loads and reports the pinned version; where a CUDA provider
+  is copied in, the providers' shared library sits beside it, the image is an
+  nvidia/cuda image of the CUDA major version the provider links (cudart,
+  cuBLAS, cuBLASLt: `readelf -d`) and has cuDNN; the last stage has no CUDA
+  provider (the default image is the CPU one);
+- each runtime image: a non-root USER, ENTRYPOINT `trt serve`, no HEALTHCHECK.
+The runtime images' own RUN lines (useradd, the gpu image's `trt --version` and
+its ldd check) need the image and are not run here.
 Every failure is printed; exit status 1 when there is any.
 """
 
@@ -67,7 +75,7 @@ def stages(parsed):
         if keyword == "FROM":
             words = arg.split()
             name = words[2] if len(words) == 3 and words[1].upper() == "AS" else str(len(result))
-            result.append({"name": name, "image": words[0], "steps": [], "args": {}})
+            result.append({"name": name, "image": substitute(words[0], global_args), "steps": [], "args": {}})
             continue
         stage = result[-1]
         if keyword == "ARG":
@@ -174,19 +182,39 @@ def ort_version(library):
     return lib.OrtGetApiBase().contents.GetVersionString().decode()
 
 
-def main(root, work, dockerfile=None):
-    with open(dockerfile or os.path.join(root, "Dockerfile"), encoding="utf-8") as f:
-        all_stages = stages(instructions(f.read()))
-    by_name = {s["name"]: s for s in all_stages}
-    final = all_stages[-1]
-    check_copies(root, all_stages)
-    if "builder" not in by_name or "onnxruntime" not in by_name:
-        fail("the Dockerfile needs stages `builder` and `onnxruntime`")
-        return 1
-    bins = check_cargo(root, by_name["builder"]) or []
-    workdir = run_stage(root, by_name["onnxruntime"], work)
-    env = {}
-    for keyword, arg in final["steps"]:
+def needed(library):
+    """The shared libraries `library` links (its ELF DT_NEEDED entries, through readelf)."""
+    out = subprocess.run(["readelf", "-d", library], check=True, capture_output=True, text=True).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+def check_cuda(stage, folder):
+    """A CUDA provider in `folder` against the stage's base image."""
+    provider = os.path.join(folder, "libonnxruntime_providers_cuda.so")
+    if not os.path.isfile(os.path.join(folder, "libonnxruntime_providers_shared.so")):
+        fail(f"stage {stage['name']}: the CUDA provider without libonnxruntime_providers_shared.so beside it")
+    image = re.fullmatch(r"nvidia/cuda:(\d+)\.(\d+)\.\d+-(\w+)-runtime-[\w.]+", stage["image"])
+    if image is None:
+        fail(f"stage {stage['name']}: the CUDA provider on {stage['image']}, not an nvidia/cuda *-runtime image")
+        return
+    major, flavour = image.group(1), image.group(3)
+    links = needed(provider)
+    cuda = {m.group(1): m.group(2) for m in (re.fullmatch(r"lib(cudart|cublas|cublasLt)\.so\.(\d+)", n) for n in links) if m}
+    if set(cuda) != {"cudart", "cublas", "cublasLt"}:
+        fail(f"stage {stage['name']}: the CUDA provider links {links}, expected cudart, cublas and cublasLt")
+    wrong = {lib: v for lib, v in cuda.items() if v != major}
+    if wrong:
+        fail(f"stage {stage['name']}: the CUDA provider links CUDA {wrong}, the image {stage['image']} is CUDA {major}")
+    if flavour != "cudnn":
+        fail(f"stage {stage['name']}: {stage['image']} has no cuDNN (ONNX Runtime's CUDA provider loads it)")
+    print(f"dockerfile: stage {stage['name']}: the CUDA provider links {', '.join(f'lib{k}.so.{v}' for k, v in sorted(cuda.items()))}; "
+          f"{stage['image']} is CUDA {major}.{image.group(2)} with cuDNN")
+
+
+def check_runtime(stage, by_name, bins, work, ran):
+    """One runtime image: what it copies in, its ONNX Runtime library, user and entrypoint."""
+    env, dirs = {}, []
+    for keyword, arg in stage["steps"]:
         if keyword == "ENV":
             name, _, value = arg.partition("=")
             env[name] = value
@@ -196,41 +224,81 @@ def main(root, work, dockerfile=None):
             for source in sources:
                 if origin == "builder":
                     if not (source.startswith("/src/target/release/") and os.path.basename(source) in bins):
-                        fail(f"COPY --from=builder {source}: not a binary of the cargo build line ({bins})")
-                elif origin == "onnxruntime" and workdir is not None:
-                    local = os.path.join(work, os.path.relpath(source, workdir))
+                        fail(f"stage {stage['name']}: COPY --from=builder {source}: not a binary of the cargo build line ({bins})")
+                elif origin in by_name:
+                    if origin not in ran:
+                        folder = os.path.join(work, origin)
+                        os.makedirs(folder)
+                        ran[origin] = (folder, run_stage(ROOT, by_name[origin], folder))
+                    folder, workdir = ran[origin]
+                    if workdir is None:
+                        continue
+                    local = os.path.join(folder, os.path.relpath(source, workdir))
                     if not os.path.exists(local):
-                        fail(f"COPY --from=onnxruntime {source}: the stage's steps made no such file")
+                        fail(f"stage {stage['name']}: COPY --from={origin} {source}: the stage's steps made no such file")
                     elif os.path.isdir(local):
-                        env.setdefault("_ort_dirs", []).append((dest, local))
+                        dirs.append((dest, local, origin))
     dylib = env.get("ORT_DYLIB_PATH")
+    cuda = False
     if not dylib:
-        fail("the final stage sets no ORT_DYLIB_PATH")
+        fail(f"stage {stage['name']} sets no ORT_DYLIB_PATH")
     else:
-        local = None
-        for dest, folder in env.get("_ort_dirs", []):
-            if dylib.startswith(dest):
-                local = os.path.join(folder, dylib[len(dest):].lstrip("/"))
-        if local is None or not os.path.isfile(local):
-            fail(f"ORT_DYLIB_PATH={dylib}: no such file among what the final stage copies in")
+        found = [(os.path.join(folder, dylib[len(dest):].lstrip("/")), origin) for dest, folder, origin in dirs if dylib.startswith(dest)]
+        if not found or not os.path.isfile(found[0][0]):
+            fail(f"stage {stage['name']}: ORT_DYLIB_PATH={dylib}: no such file among what the stage copies in")
         else:
-            wanted = by_name["onnxruntime"]["args"].get("ORT_VERSION")
+            local, origin = found[0]
+            wanted = by_name[origin]["args"].get("ORT_VERSION")
             version = ort_version(local)
             if version != wanted:
-                fail(f"{dylib} reports ONNX Runtime {version}, the Dockerfile pins {wanted}")
-            print(f"dockerfile: ORT_DYLIB_PATH={dylib}: ONNX Runtime {version} loads (OrtGetApiBase)")
-    keywords = {k for k, _ in final["steps"]}
-    user = [a for k, a in final["steps"] if k == "USER"]
+                fail(f"stage {stage['name']}: {dylib} reports ONNX Runtime {version}, the Dockerfile pins {wanted}")
+            print(f"dockerfile: stage {stage['name']}: ORT_DYLIB_PATH={dylib} (from {origin}): ONNX Runtime {version} loads (OrtGetApiBase)")
+            folder = os.path.dirname(local)
+            cuda = os.path.isfile(os.path.join(folder, "libonnxruntime_providers_cuda.so"))
+            if cuda:
+                check_cuda(stage, folder)
+    keywords = {k for k, _ in stage["steps"]}
+    user = [a for k, a in stage["steps"] if k == "USER"]
     if not user or user[-1].split(":")[0] in ("0", "root"):
-        fail(f"the final stage runs as root (USER {user})")
+        fail(f"stage {stage['name']} runs as root (USER {user})")
     if "HEALTHCHECK" in keywords:
-        fail("the final stage has a HEALTHCHECK (Kubernetes probes the v2 health routes)")
-    entry = [a for k, a in final["steps"] if k == "ENTRYPOINT"]
+        fail(f"stage {stage['name']} has a HEALTHCHECK (Kubernetes probes the v2 health routes)")
+    entry = [a for k, a in stage["steps"] if k == "ENTRYPOINT"]
     if not entry or json.loads(entry[-1])[:2] != ["trt", "serve"] or "trt" not in bins:
-        fail(f"ENTRYPOINT should be [\"trt\", \"serve\"] (found {entry})")
+        fail(f"stage {stage['name']}: ENTRYPOINT should be [\"trt\", \"serve\"] (found {entry})")
+    return cuda
+
+
+ROOT = None
+
+
+def main(root, work, dockerfile=None):
+    global ROOT
+    ROOT = root
+    with open(dockerfile or os.path.join(root, "Dockerfile"), encoding="utf-8") as f:
+        all_stages = stages(instructions(f.read()))
+    by_name = {s["name"]: s for s in all_stages}
+    check_copies(root, all_stages)
+    if "builder" not in by_name:
+        fail("the Dockerfile needs a stage `builder`")
+        return 1
+    bins = check_cargo(root, by_name["builder"]) or []
     if ERRORS:
         return 1
-    print(f"dockerfile: {len(all_stages)} stages checked")
+    runtimes = [s for s in all_stages if any(k == "ENTRYPOINT" for k, _ in s["steps"])]
+    if not runtimes or runtimes[-1] is not all_stages[-1]:
+        fail("the last stage (the default target) should be a runtime image with an ENTRYPOINT")
+    ran, cuda = {}, {}
+    for stage in runtimes:
+        cuda[stage["name"]] = check_runtime(stage, by_name, bins, work, ran)
+    if cuda.get(all_stages[-1]["name"]):
+        fail("the last stage, the default target, has the CUDA provider (the default image is the CPU one)")
+    if not any(cuda.values()):
+        fail("no runtime image has ONNX Runtime's CUDA provider (the `gpu` target)")
+    if ERRORS:
+        return 1
+    print(f"dockerfile: {len(all_stages)} stages checked, runtime images {[s['name'] for s in runtimes]} "
+          f"(CUDA: {[n for n, c in cuda.items() if c]})")
     return 0
 
 
