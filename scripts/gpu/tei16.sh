@@ -15,13 +15,13 @@
 # FP32 model is rebuilt there from .gpu/minilm-f16, as serve16.sh does.
 # 4 slots x (1 + 3 levels) x 2 passes x 8 s, plus starts: about 6 minutes.
 #
-# Pack here, into .gpu/tei/ (xz'd stripped binaries; how TEI is built:
-# docs/measurements/tei-2026-12-01/README.md):
-#   cargo build --release -p trt-cli --bin trt
-#   cargo bench -p trt-cli --bench serve_load --no-run   # prints target/release/deps/serve_load-<hash>
-#   strip -o /tmp/x BIN && xz -9e -T1 -c /tmp/x > .gpu/tei/NAME.xz    # NAME: trt, serve_load, text-embeddings-router
-#   git rev-parse --short HEAD > .gpu/tei/COMMIT
-# Carry .gpu/tei and .gpu/minilm-f16; run: bash scripts/gpu/tei16.sh
+# What it unpacks (xz'd stripped binaries), each from the first folder that has it:
+#   text-embeddings-router.xz   .gpu/tei (how TEI is built: docs/measurements/tei-2026-12-01/README.md;
+#                               strip -o /tmp/ter BIN && xz -9e -T1 -c /tmp/ter > .gpu/tei/text-embeddings-router.xz)
+#   trt.xz, serve_load.xz       .gpu/tei, else .gpu/c4/bins (what scripts/gpu/pack.sh writes)
+#   the FP16-stored weights     .gpu/minilm-f16, else .gpu/c1/minilm-f16
+# Carry .gpu/tei, .gpu/c4/bins and .gpu/c1/minilm-f16 (about 60 MB; or the
+# .gpu/tei + .gpu/minilm-f16 layout); run: bash scripts/gpu/tei16.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -29,11 +29,20 @@ cd "$ROOT"
 WORK=/tmp/trt-tei16
 source "$ROOT/scripts/gpu/lib.sh"
 mkdir -p "$OUT"
-unpack .gpu/tei "$WORK" trt serve_load text-embeddings-router || exit 1
-default_model "$WORK/deps/models/minilm" .gpu/minilm-f16 || exit 1
+# first_of PATH...: the first that exists (else the first, so the error names it).
+first_of() {
+  local p
+  for p in "$@"; do [ -e "$p" ] && { echo "$p"; return; }; done
+  echo "$1"
+}
+unpack .gpu/tei "$WORK" text-embeddings-router || exit 1
+for b in trt serve_load; do
+  unpack "$(dirname "$(first_of .gpu/tei/$b.xz .gpu/c4/bins/$b.xz)")" "$WORK" $b || exit 1
+done
+default_model "$WORK/deps/models/minilm" "$(first_of .gpu/minilm-f16 .gpu/c1/minilm-f16)" || exit 1
 ORT_LIB=$(host_ort_lib)
 {
-  echo "# $(date -u +%FT%TZ) $(nproc) cores; binaries of $(cat .gpu/tei/COMMIT 2>/dev/null || echo '?'); ORT_DYLIB_PATH=$ORT_LIB"
+  echo "# $(date -u +%FT%TZ) $(nproc) cores; trt and serve_load of $(cat "$(first_of .gpu/tei/COMMIT .gpu/c4/bins/COMMIT)" 2>/dev/null || echo '?'); ORT_DYLIB_PATH=$ORT_LIB"
   echo "# TEI: $("$WORK/text-embeddings-router" --version 2>&1)"
   ldd "$WORK/text-embeddings-router" | grep -E "not found|ssl" || true
 } > "$OUT/tei16.txt"
