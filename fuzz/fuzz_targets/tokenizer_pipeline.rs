@@ -136,11 +136,21 @@ thread_local! {
     static STATE: RefCell<State> = RefCell::new(State::new());
 }
 
+/// The setup folder: `$TRT_DEPS_DIR` when the target runs, else the build's
+/// (the workspace's `.cargo/config.toml` names its `.deps/`).
+fn setup_dir() -> std::path::PathBuf {
+    std::env::var_os("TRT_DEPS_DIR")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| option_env!("TRT_DEPS_DIR").map(std::path::PathBuf::from))
+        .expect("TRT_DEPS_DIR names the setup folder (run scripts/setup)")
+}
+
 impl State {
     fn new() -> State {
         let path = std::env::var_os("TRT_FUZZ_TOKENIZER")
             .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| trt::setup_dir().join("minilm/tokenizer.json"));
+            .unwrap_or_else(|| setup_dir().join("minilm/tokenizer.json"));
         let base = Tokenizer::from_file(&path).unwrap_or_else(|e| panic!("{}: {e} (run scripts/setup)", path.display()));
         let mut reference = base.clone();
         reference.with_padding(None);

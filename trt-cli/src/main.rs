@@ -115,6 +115,8 @@ fn set_tensorrt_threshold(verbose: u8) {
 }
 
 fn main() -> ExitCode {
+    // Before any thread starts (the OTLP exporter's, the server's).
+    locate::export_setup_dir();
     let cli = Cli::parse();
     let serve = matches!(cli.command, Command::Serve(_));
     #[cfg(feature = "otel")]

@@ -40,7 +40,7 @@
 //!
 //! # fn main() -> trt_nlp::Result<()> {
 //! # // The all-MiniLM-L6-v2 tokenizer that `scripts/setup` fetches.
-//! # let tokenizer_json = concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps/minilm/tokenizer.json");
+//! # let tokenizer_json = concat!(env!("TRT_DEPS_DIR"), "/minilm/tokenizer.json");
 //! # assert!(std::path::Path::new(tokenizer_json).exists(), "{tokenizer_json} is missing: run scripts/setup");
 //! let pipeline = TokenizerPipeline::builder(128)
 //!     .padding(Padding::Bucket(16))

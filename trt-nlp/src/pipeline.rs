@@ -391,7 +391,7 @@ impl TokenizerPipeline {
     /// the first of the two steps, for callers that batch later (see [`pack`](Self::pack)).
     ///
     /// ```
-    /// # let tokenizer_json = concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps/minilm/tokenizer.json");
+    /// # let tokenizer_json = concat!(env!("TRT_DEPS_DIR"), "/minilm/tokenizer.json");
     /// use trt_nlp::ElementType;
     /// use trt_nlp::{EncodedBatch, InputSpec, TokenizerPipeline};
     ///

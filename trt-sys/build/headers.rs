@@ -1,8 +1,8 @@
-//! Finding the TensorRT and CUDA headers, and reading their version.
+//! Finding the TensorRT and CUDA headers (in `trt-locate`'s order), and reading their version.
 
 use std::path::{Path, PathBuf};
 
-use crate::vars;
+use trt_locate::{Place, ProcessEnv, Tier};
 
 /// The header set the shim is compiled against.
 pub struct Headers {
@@ -13,52 +13,26 @@ pub struct Headers {
     pub patch: u32,
 }
 
-const SETUP_HINT: &str = "run `scripts/setup` at the workspace root (fetches the TensorRT headers from crates.io and \
-the CUDA headers from PyPI into .deps/), or set TENSORRT_INCLUDE_DIR / TENSORRT_ROOT to an NVIDIA TensorRT install";
+const SETUP_HINT: &str = "set TENSORRT_INCLUDE_DIR (or TENSORRT_ROOT) to an NVIDIA TensorRT install, or TRT_DEPS_DIR to a \
+folder that the workspace's `scripts/setup` filled (it fetches the TensorRT headers from crates.io and the CUDA headers \
+from PyPI; the workspace's own builds set TRT_DEPS_DIR to its .deps/)";
 
-fn deps_dir() -> PathBuf {
-    match vars::get(vars::TRT_DEPS_DIR) {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(".deps"),
-    }
-}
-
-/// Where TensorRT headers are looked for, in order. An explicitly given path
-/// (`TENSORRT_INCLUDE_DIR`, `TENSORRT_ROOT`) is the only candidate when set: a
-/// wrong explicit path must fail, not silently fall back to another install.
-fn tensorrt_candidates() -> (Vec<PathBuf>, bool) {
-    if let Some(dir) = vars::get(vars::TENSORRT_INCLUDE_DIR) {
-        return (vec![PathBuf::from(dir)], true);
-    }
-    if let Some(root) = vars::get(vars::TENSORRT_ROOT) {
-        return (vec![Path::new(&root).join("include")], true);
-    }
-    let set = vars::get(vars::TRT_HEADERS).unwrap_or_else(|| "TRT-RTX-1.7".to_owned());
-    let mut c = vec![deps_dir().join("headers").join(set)];
-    for sys in [
-        "/usr/include/x86_64-linux-gnu",
-        "/usr/include/aarch64-linux-gnu",
-        "/usr/include",
-        "/usr/local/tensorrt/include",
-        "/usr/local/TensorRT/include",
-        "/opt/tensorrt/include",
-    ] {
-        c.push(PathBuf::from(sys));
-    }
-    (c, false)
+fn listed(places: &[Place]) -> String {
+    places.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n")
 }
 
 pub fn find_tensorrt() -> Result<Headers, String> {
-    let (candidates, explicit) = tensorrt_candidates();
-    for dir in &candidates {
+    let env = ProcessEnv;
+    let places = trt_locate::tensorrt_headers(&env).places(None, &env);
+    for dir in places.iter().filter_map(|p| p.path.as_deref()) {
         let version_h = dir.join("NvInferVersion.h");
         if dir.join("NvInfer.h").is_file() && version_h.is_file() {
             return parse_version(dir, &version_h);
         }
     }
-    let list = candidates.iter().map(|p| format!("  - {}", p.display())).collect::<Vec<_>>().join("\n");
+    let explicit = places.iter().any(|p| p.tier == Tier::Explicit);
     let why = if explicit { "the path given has no NvInfer.h / NvInferVersion.h" } else { "no TensorRT headers found" };
-    Err(format!("trt-sys: {why}. Searched:\n{list}\nTo fix: {SETUP_HINT}."))
+    Err(format!("trt-sys: {why}. Searched:\n{}\nTo fix: {SETUP_HINT}.", listed(&places)))
 }
 
 fn define(text: &str, name: &str) -> Option<u32> {
@@ -91,29 +65,14 @@ fn parse_version(dir: &Path, file: &Path) -> Result<Headers, String> {
 }
 
 /// The include directory holding `cuda_runtime_api.h`, which the TensorRT headers include.
-pub fn find_cuda(trt: &Headers) -> Result<PathBuf, String> {
-    let mut candidates = Vec::new();
-    if let Some(dir) = vars::get(vars::CUDA_INCLUDE_DIR) {
-        candidates.push(PathBuf::from(dir));
-    } else {
-        for root in vars::CUDA_ROOTS {
-            if let Some(r) = vars::get(root) {
-                candidates.push(Path::new(&r).join("include"));
-            }
-        }
-        candidates.push(trt.dir.clone());
-        candidates.push(deps_dir().join("cuda").join("include"));
-        candidates.push(PathBuf::from("/usr/local/cuda/include"));
-        candidates.push(PathBuf::from("/usr/include"));
+pub fn find_cuda() -> Result<PathBuf, String> {
+    let places = trt_locate::cuda_headers().places(None, &ProcessEnv);
+    if let Some(dir) = places.iter().filter_map(|p| p.path.as_deref()).find(|d| d.join("cuda_runtime_api.h").is_file()) {
+        return Ok(dir.to_owned());
     }
-    for dir in &candidates {
-        if dir.join("cuda_runtime_api.h").is_file() {
-            return Ok(dir.clone());
-        }
-    }
-    let list = candidates.iter().map(|p| format!("  - {}", p.display())).collect::<Vec<_>>().join("\n");
     Err(format!(
-        "trt-sys: the TensorRT headers include cuda_runtime_api.h, which was not found. Searched:\n{list}\n\
-         To fix: {SETUP_HINT}, or set CUDA_INCLUDE_DIR."
+        "trt-sys: the TensorRT headers include cuda_runtime_api.h, which was not found. Searched:\n{}\n\
+         To fix: {SETUP_HINT}, or set CUDA_INCLUDE_DIR.",
+        listed(&places)
     ))
 }

@@ -16,7 +16,7 @@ fn main() {
         return;
     }
     let headers = headers::find_tensorrt().unwrap_or_else(|e| fail(&e));
-    let cuda = headers::find_cuda(&headers).unwrap_or_else(|e| fail(&e));
+    let cuda = headers::find_cuda().unwrap_or_else(|e| fail(&e));
     shim::compile(&headers, &cuda);
     shim::export(&headers);
 }

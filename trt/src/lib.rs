@@ -81,7 +81,7 @@ pub use engine_cache::{CacheOutcome, EngineCache};
 pub use error::{Error, ErrorCode, OnnxError, Result, TrtMessage};
 pub use graph::ContextGraph;
 pub use inspector::{EngineInfo, EngineLayer};
-pub use library::{header_version, setup_dir, Library, LibraryKind};
+pub use library::{header_version, Library, LibraryKind};
 pub use network::{
     Activation, ElementWise, HostData, LayerInfo, LayerKind, LayerOutput, MatrixOp, Network, Precision, Reduce, Tensor, TensorInfo, Unary,
 };

@@ -5,12 +5,14 @@
 //! builds and links without TensorRT installed. A loaded library is never
 //! unloaded: TensorRT objects and the shim's logger may be used until exit.
 //!
-//! Search order for each library file: `TENSORRT_LIB_DIR`, the dynamic loader's
-//! own path (`LD_LIBRARY_PATH`, ldconfig), the workspace setup folder
-//! (`.deps/lib`, or `$TRT_DEPS_DIR/lib`), then the site-packages folders that
-//! pip-installed TensorRT uses (`tensorrt_libs`, `tensorrt_rtx_libs`,
-//! `tensorrt_lean_libs`) under `VIRTUAL_ENV`, `CONDA_PREFIX`, `PYTHONPATH`,
-//! `~/.local` and the system Python prefixes.
+//! Each library file is looked for in `trt-locate`'s order
+//! ([`trt_locate::tensorrt_library`]): `TENSORRT_LIB_DIR` (when set, the only
+//! folder tried), the setup folder's wheel folders (`$TRT_DEPS_DIR/lib/tensorrt_*libs`),
+//! the dynamic loader's own path (`LD_LIBRARY_PATH`, ldconfig), the install folders
+//! `/usr/local/tensorrt/lib` and `/opt/tensorrt/lib`, then the site-packages folders
+//! that pip-installed TensorRT uses (`tensorrt_libs`, `tensorrt_rtx_libs`,
+//! `tensorrt_lean_libs`) under `PYTHONPATH`, `VIRTUAL_ENV`, `CONDA_PREFIX`,
+//! `~/.local` and the system Python prefixes. No workspace folder is a default.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,13 +43,6 @@ pub const fn header_version() -> Version {
     }
 }
 
-/// The setup folder filled by `scripts/setup`: `$TRT_DEPS_DIR`, else the `.deps`
-/// folder of the workspace this crate was built in. The library search, the
-/// tests and the CLI all start from here.
-pub fn setup_dir() -> PathBuf {
-    env_dir("TRT_DEPS_DIR").unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(".deps"))
-}
-
 /// Library file names for the headers' flavor and major version.
 fn file_names(kind: LibraryKind) -> Result<(String, Option<String>)> {
     let v = header_version();
@@ -63,83 +58,31 @@ fn file_names(kind: LibraryKind) -> Result<(String, Option<String>)> {
     }
 }
 
-fn env_dir(name: &str) -> Option<PathBuf> {
-    std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
-}
-
-/// Folders where pip puts the TensorRT wheels' libraries.
-fn site_packages_dirs() -> Vec<PathBuf> {
-    let mut prefixes: Vec<PathBuf> = Vec::new();
-    prefixes.extend(env_dir("VIRTUAL_ENV"));
-    prefixes.extend(env_dir("CONDA_PREFIX"));
-    if let Some(home) = env_dir("HOME") {
-        prefixes.push(home.join(".local"));
-    }
-    prefixes.extend(["/usr/local", "/usr", "/opt/conda"].map(PathBuf::from));
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    if let Some(pp) = std::env::var_os("PYTHONPATH") {
-        dirs.extend(std::env::split_paths(&pp));
-    }
-    for prefix in prefixes {
-        let lib = prefix.join("lib");
-        let Ok(entries) = std::fs::read_dir(&lib) else { continue };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            if name.to_string_lossy().starts_with("python3") {
-                dirs.push(entry.path().join("site-packages"));
-                dirs.push(entry.path().join("dist-packages"));
-            }
-        }
-    }
-    dirs
-}
-
-/// Every place a library file is looked for, in order; `None` means "by bare
-/// name through the dynamic loader's path".
-fn search_path() -> Vec<Option<PathBuf>> {
-    const WHEEL_DIRS: [&str; 3] = ["tensorrt_libs", "tensorrt_rtx_libs", "tensorrt_lean_libs"];
-    let mut dirs: Vec<Option<PathBuf>> = Vec::new();
-    if let Some(d) = env_dir("TENSORRT_LIB_DIR") {
-        dirs.push(Some(d));
-    }
-    dirs.push(None);
-    let deps = setup_dir();
-    for wheel in WHEEL_DIRS {
-        dirs.push(Some(deps.join("lib").join(wheel)));
-    }
-    for site in site_packages_dirs() {
-        for wheel in WHEEL_DIRS {
-            dirs.push(Some(site.join(wheel)));
-        }
-    }
-    dirs
+/// Every place a library file is looked for, in order.
+fn search_path() -> Vec<trt_locate::Place> {
+    trt_locate::tensorrt_library().places(None, &trt_locate::ProcessEnv)
 }
 
 /// Open `file` from the first place that has it. Returns the library and where it came from.
 fn open(file: &str) -> Result<(&'static libloading::Library, PathBuf)> {
     let mut tried = Vec::new();
     let mut reasons = Vec::new();
-    for dir in search_path() {
-        let candidate = match &dir {
-            Some(d) => {
-                let p = d.join(file);
-                if !p.is_file() {
-                    continue; // nothing there: not worth a dlopen
-                }
-                p
-            }
-            None => PathBuf::from(file),
-        };
+    let places = search_path();
+    for place in &places {
+        let candidate = place.file(file);
+        if place.path.is_some() && !candidate.is_file() {
+            continue; // nothing there: not worth a dlopen
+        }
         // SAFETY: loading runs the library's initialisers; TensorRT's are
         // side-effect free apart from static registration.
         match unsafe { libloading::Library::new(&candidate) } {
             Ok(lib) => {
                 // Never unloaded: see the module docs.
                 let lib: &'static libloading::Library = Box::leak(Box::new(lib));
-                return Ok((lib, dir.map(|_| candidate).unwrap_or_else(|| PathBuf::from(file))));
+                return Ok((lib, candidate));
             }
             Err(e) => {
-                tried.push(match &dir {
+                tried.push(match &place.path {
                     Some(_) => candidate,
                     None => PathBuf::from(format!("{file} (dynamic loader path)")),
                 });
@@ -151,7 +94,7 @@ fn open(file: &str) -> Result<(&'static libloading::Library, PathBuf)> {
         tried.push(PathBuf::from(format!("{file} (dynamic loader path)")));
         reasons.push("not found".into());
     }
-    let places = search_path().into_iter().flatten().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ");
+    let places = places.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
     reasons.push(format!("also looked in: {places}"));
     Err(Error::LibraryNotFound { library: file.to_owned(), tried, reasons })
 }

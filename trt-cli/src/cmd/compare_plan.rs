@@ -272,8 +272,7 @@ mod tests {
     use super::*;
 
     fn minilm() -> PathBuf {
-        let deps = std::env::var_os("TRT_DEPS_DIR").map_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps").into(), PathBuf::from);
-        deps.join("models/minilm/model.onnx")
+        crate::locate::deps_with("models/minilm/model.onnx").unwrap().join("models/minilm/model.onnx")
     }
 
     fn profile() -> ProfileSpec {

@@ -224,7 +224,7 @@ mod tests {
 
     #[test]
     fn reads_onnx_initializers_like_the_onnx_package() {
-        let deps = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps");
+        let deps = crate::locate::deps_with("models/test/external_weights.onnx").unwrap();
         let model = deps.join("models/test/external_weights.onnx");
         let script = "import json, sys, onnx\nfrom onnx import numpy_helper as h\nm = onnx.load(sys.argv[1])\n\
 print(json.dumps([[t.name, int(h.to_array(t).size), float(h.to_array(t).flat[0])] for t in m.graph.initializer]))";

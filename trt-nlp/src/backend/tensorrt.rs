@@ -249,9 +249,10 @@ mod tests {
     #[ignore = "needs a GPU that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x; CI has none, the H200 is 9.0)"]
     fn a_repeated_batch_shape_costs_one_enqueue_and_no_other_tensorrt_call() {
         // Re-binding only what changed, checked where an engine can run, on the
-        // workspace's setup folder (`scripts/setup`) or $TRT_DEPS_DIR.
-        let deps = std::env::var_os("TRT_DEPS_DIR")
-            .map_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps").into(), std::path::PathBuf::from);
+        // setup folder (`scripts/setup`) that $TRT_DEPS_DIR names.
+        let deps = std::path::PathBuf::from(
+            std::env::var_os("TRT_DEPS_DIR").expect("TRT_DEPS_DIR: the setup folder (cargo sets it, .cargo/config.toml)"),
+        );
         let model = deps.join("models/minilm");
         let builder = trt::Builder::new().unwrap();
         let network = trt::OnnxParser::parse_file(&builder, model.join("model.onnx")).unwrap();

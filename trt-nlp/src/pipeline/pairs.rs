@@ -67,7 +67,7 @@ impl TokenizerPipeline {
     /// mode. Pack the rows with [`pack`](Self::pack).
     ///
     /// ```
-    /// # let tokenizer_json = concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps/minilm/tokenizer.json");
+    /// # let tokenizer_json = concat!(env!("TRT_DEPS_DIR"), "/minilm/tokenizer.json");
     /// use trt_nlp::{PairTruncation, TokenizerPipeline, TruncationSide};
     ///
     /// let pipeline = TokenizerPipeline::builder(128).threads(1).from_file(tokenizer_json)?;

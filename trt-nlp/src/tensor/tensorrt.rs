@@ -223,9 +223,11 @@ mod tests {
     #[test]
     #[ignore = "needs a GPU that TensorRT can execute engines on (TensorRT-RTX: CC 8.0/8.6/8.9/12.x; CI has none, the H200 is 9.0)"]
     fn int64_token_tensors_run_on_a_plan_and_come_back_in_the_plan_s_types() {
-        // The int64 variant of the default model (`scripts/setup`), or $TRT_DEPS_DIR's.
-        let deps = std::env::var_os("TRT_DEPS_DIR")
-            .map_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../.deps").into(), std::path::PathBuf::from);
+        // The int64 variant of the default model (`scripts/setup`), in the setup
+        // folder that $TRT_DEPS_DIR names.
+        let deps = std::path::PathBuf::from(
+            std::env::var_os("TRT_DEPS_DIR").expect("TRT_DEPS_DIR: the setup folder (cargo sets it, .cargo/config.toml)"),
+        );
         let onnx = deps.join("models/minilm-int64/model.onnx");
         let builder = trt::Builder::new().unwrap();
         let network = trt::OnnxParser::parse_file(&builder, &onnx).unwrap();

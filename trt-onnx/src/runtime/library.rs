@@ -6,15 +6,18 @@
 //! way into a [`Session`](super::Session): a missing or unusable library is
 //! a typed error that names every path tried, never a panic.
 //!
-//! Search order (first usable wins):
+//! Search order (first usable wins), `trt-locate`'s
+//! ([`trt_locate::onnxruntime_library`]):
 //! 1. `ORT_DYLIB_PATH` (a file, as `ort` itself reads it, or a folder): when
 //!    set, it is the only place tried, so a wrong setting fails instead of
 //!    quietly loading another library;
-//! 2. the loader path (`libonnxruntime.so.1` / `libonnxruntime.so`, through `dlopen`);
-//! 3. the setup folder: `$TRT_DEPS_DIR/lib/onnxruntime/` (default `<workspace>/.deps`),
-//!    where `scripts/setup` puts the library from the PyPI `onnxruntime` wheel;
-//! 4. pip's site-packages: `onnxruntime/capi/` under the active virtualenv
-//!    (`VIRTUAL_ENV`), the setup venv and the user's Python paths (`PYTHONPATH`).
+//! 2. the setup folder: `$TRT_DEPS_DIR/lib/onnxruntime/`, where the workspace's
+//!    `scripts/setup` puts the library from the PyPI `onnxruntime` wheel;
+//! 3. the loader path (`libonnxruntime.so.1` / `libonnxruntime.so`, through `dlopen`);
+//! 4. the install folders `/opt/onnxruntime` and `/opt/onnxruntime/lib`;
+//! 5. pip's site-packages: `onnxruntime/capi/` under `PYTHONPATH`, the active
+//!    virtualenv (`VIRTUAL_ENV`), conda, the setup folder's venv, `~/.local`
+//!    and the system Python prefixes.
 //!
 //! The version is read through `OrtGetApiBase()->GetVersionString()` before
 //! `ort` sees the file, so a library older than the API this build asks for
@@ -120,28 +123,19 @@ impl OrtLibrary {
 
 const FILE_NAMES: [&str; 2] = ["libonnxruntime.so.1", "libonnxruntime.so"];
 
-/// Every place to try, in order (module docs).
+/// Every file to try, in order (module docs).
 fn candidates() -> Vec<PathBuf> {
     let mut out = Vec::new();
-    if let Some(v) = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
-        let p = PathBuf::from(v);
-        return if p.is_dir() { files_in(&p) } else { vec![p] };
-    }
-    // Bare names: dlopen searches LD_LIBRARY_PATH, the ld.so cache and rpaths.
-    out.extend(FILE_NAMES.iter().map(PathBuf::from));
-    out.extend(files_in(&setup_dir().join("lib").join("onnxruntime")));
-    for site in site_packages() {
-        out.extend(files_in(&site.join("onnxruntime").join("capi")));
+    for place in trt_locate::onnxruntime_library().places(None, &trt_locate::ProcessEnv) {
+        match &place.path {
+            // Bare names: dlopen searches LD_LIBRARY_PATH, the ld.so cache and rpaths.
+            None => out.extend(FILE_NAMES.iter().map(PathBuf::from)),
+            // ORT_DYLIB_PATH may name the file itself.
+            Some(p) if place.tier == trt_locate::Tier::Explicit && !p.is_dir() => out.push(p.clone()),
+            Some(dir) => out.extend(files_in(dir)),
+        }
     }
     out
-}
-
-/// The setup folder, as `trt::setup_dir` finds it (this crate cannot depend on `trt`).
-fn setup_dir() -> PathBuf {
-    std::env::var_os("TRT_DEPS_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(".deps"))
 }
 
 /// Library files in `dir`: the two usual names, then any versioned
@@ -161,27 +155,6 @@ fn files_in(dir: &Path) -> Vec<PathBuf> {
     if out.is_empty() {
         // Named in the error's list of places tried.
         out.push(dir.join(FILE_NAMES[1]));
-    }
-    out
-}
-
-/// site-packages folders of the active virtualenv, the setup venv and PYTHONPATH.
-fn site_packages() -> Vec<PathBuf> {
-    let mut roots = Vec::new();
-    if let Some(v) = std::env::var_os("VIRTUAL_ENV") {
-        roots.push(PathBuf::from(v));
-    }
-    roots.push(setup_dir().join("venv"));
-    let mut out = Vec::new();
-    for root in roots {
-        if let Ok(entries) = std::fs::read_dir(root.join("lib")) {
-            for e in entries.flatten() {
-                out.push(e.path().join("site-packages"));
-            }
-        }
-    }
-    if let Some(pp) = std::env::var_os("PYTHONPATH") {
-        out.extend(std::env::split_paths(&pp));
     }
     out
 }
