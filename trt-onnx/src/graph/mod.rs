@@ -7,6 +7,7 @@
 //! | [`tensor`] | element types and initializer data to and from `ndarray` |
 //! | [`types`] | the element type of every tensor of a graph, inferred op by op |
 //! | [`edit`] | producer/consumer index, unique names, topological order, extra outputs |
+//! | [`pooling`] | a sentence-embedding output pooled (and normalised) inside the graph |
 //!
 //! Why prost and not a ready-made ONNX crate: `onnx-protobuf` 0.2.3
 //! (rust-protobuf) no longer builds against the current `protobuf` 3.7 (it
@@ -22,6 +23,7 @@
 //! when asked, or when the model would pass protobuf's 2 GiB limit.
 
 pub mod edit;
+pub mod pooling;
 pub mod proto;
 pub mod tensor;
 pub mod types;
