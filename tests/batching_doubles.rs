@@ -29,8 +29,8 @@ pub fn double_layout(min_batch: usize, max_batch: usize, max_seq: usize) -> Mode
     ModelLayout::new(
         vec![spec(InputRole::InputIds), spec(InputRole::AttentionMask)],
         vec![
-            OutputSpec { name: "hidden".into(), dtype: ElementType::F32, rank: 3 },
-            OutputSpec { name: "logits".into(), dtype: ElementType::F32, rank: 2 },
+            OutputSpec { name: "hidden".into(), dtype: ElementType::F32, rank: 3, pooled: None },
+            OutputSpec { name: "logits".into(), dtype: ElementType::F32, rank: 2, pooled: None },
         ],
         min_batch..=max_batch,
         1..=max_seq,

@@ -156,3 +156,31 @@ fn a_session_whose_weights_pass_the_memory_limit_is_out_of_device_memory() {
     println!("a session under a 16 MiB limit: {err}");
     assert!(matches!(err, trt_nlp::Error::Onnx(trt_onnx::Error::OutOfDeviceMemory { .. })), "typed as out of device memory: {err:?}");
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU and the onnxruntime-gpu library (ORT_DYLIB_PATH)"]
+fn embeddings_pooled_in_the_graph_on_cuda_match_host_pooling_on_the_cpu() {
+    use trt_nlp::backend::onnxruntime::GraphPooling;
+    let texts = texts();
+    let tok = default_model("tokenizer.json");
+    let cpu = Embedder::new(backend("model.onnx", Provider::Cpu, 0), &tok, Pooling::Mean, true, &HelperOptions::default()).unwrap();
+    let want = cpu.embed(&texts).unwrap();
+    for graphs in [0, 8] {
+        let options = OrtBackendOptions {
+            provider: Provider::Cuda { device: 0 },
+            max_batch: 8,
+            max_seq: 128,
+            cuda_graph_max_batch: graphs,
+            sessions: 2,
+            graph_pooling: Some(GraphPooling { pooling: Pooling::Mean, normalize: true, on_cpu: false }),
+            ..Default::default()
+        };
+        let gpu: Arc<OrtBackend> = Arc::new(OrtBackend::new(default_model("model.onnx"), &options).unwrap());
+        assert!(gpu.layout().outputs.iter().any(|o| o.pooled.is_some()), "the pooled output was added on CUDA");
+        let e = Embedder::new(gpu, &tok, Pooling::Mean, true, &HelperOptions::default()).unwrap();
+        let got = e.embed(&texts).unwrap();
+        let d = got.iter().zip(want.iter()).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        println!("pooled in the graph on CUDA (graphs up to {graphs}) vs host pooling on the CPU: max abs diff {d:.3e}");
+        assert!(d < 1e-4, "{d}");
+    }
+}

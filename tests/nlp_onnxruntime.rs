@@ -249,3 +249,39 @@ json.dump(out, sys.stdout)
     let sig = c.rerank(query, &texts, false).unwrap();
     assert!(sig.iter().all(|r| (r.score - 1.0 / (1.0 + (-want[r.index]).exp())).abs() < 1e-5));
 }
+
+/// Sentence embeddings pooled inside the graph (the output a GPU backend
+/// adds so one row per text crosses back) equal pooling on the host, for
+/// mean and first-token pooling, normalised or not; the added output is not
+/// one of the model's own (raw selections, logits) and serves only the
+/// pooling it was built for. Several sessions embed in parallel the same.
+#[test]
+fn sentence_embeddings_pooled_in_the_graph_equal_host_pooling() {
+    use trt_nlp::backend::onnxruntime::{GraphPooling, GRAPH_POOLED_OUTPUT};
+    use trt_nlp::{Selection, Source, EMBEDDING};
+    let r = reference();
+    let texts = reference_texts(&r);
+    let host = ort("model.onnx", &OrtBackendOptions { intra_threads: 1, ..Default::default() });
+    for (pooling, normalize) in [(Pooling::Mean, true), (Pooling::Mean, false), (Pooling::Cls, true)] {
+        let graph_pooling = Some(GraphPooling { pooling, normalize, on_cpu: true });
+        let in_graph = ort("model.onnx", &OrtBackendOptions { intra_threads: 1, sessions: 2, graph_pooling, ..Default::default() });
+        let layout = in_graph.layout();
+        let added = layout.outputs.iter().find(|o| o.name == GRAPH_POOLED_OUTPUT).expect("the pooled output is in the layout");
+        assert_eq!(added.rank, 2);
+        assert!(added.pooled.as_ref().is_some_and(|p| p.pooling == pooling && p.normalize == normalize));
+        assert!(!Selection::raw(layout).names().any(|n| n == GRAPH_POOLED_OUTPUT), "not a raw output of the model");
+        assert_eq!(layout.output_of_rank(2).map(|o| o.name.as_str()), Some("logits"));
+        let selection = Selection::embedding(layout, pooling, normalize).unwrap();
+        assert_eq!(selection.outputs()[0].source, Source::Raw(GRAPH_POOLED_OUTPUT.into()));
+        let other = Selection::by_names(layout, &[EMBEDDING], pooling, !normalize).unwrap();
+        assert!(matches!(other.outputs()[0].source, Source::Pooled(_)), "another pooling pools on the host");
+
+        let tok = default_model("tokenizer.json");
+        let want = Embedder::new(host.clone(), &tok, pooling, normalize, &HelperOptions::default()).unwrap().embed(&texts).unwrap();
+        let got = Embedder::new(in_graph, &tok, pooling, normalize, &HelperOptions::default()).unwrap().embed(&texts).unwrap();
+        assert_eq!(got.dim(), want.dim());
+        let d = got.iter().zip(want.iter()).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        println!("{pooling:?} normalize {normalize}: in the graph vs on the host, {} texts, max abs diff {d:.3e}", texts.len());
+        assert!(d < 1e-5, "{d}");
+    }
+}

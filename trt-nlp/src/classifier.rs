@@ -89,7 +89,7 @@ impl Classifier {
         let selection = self.model.logits()?;
         let rows = pipeline.tokenize_pairs(pairs, strategy, TruncationSide::Right)?;
         let all: Mutex<Vec<Vec<f32>>> = Mutex::new(vec![Vec::new(); rows.len()]);
-        for_each_row_batch(&**self.model.backend(), pipeline, &rows, |order, layout, outputs| {
+        for_each_row_batch(&**self.model.backend(), pipeline, &rows, &self.model.reads(&selection), |order, layout, outputs| {
             let logits = selection.tensors(layout, outputs, order.len())?.swap_remove(0);
             let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
             for (k, &i) in order.iter().enumerate() {

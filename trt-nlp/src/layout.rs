@@ -11,9 +11,22 @@
 #[cfg(feature = "tensorrt")]
 use trt::{IoMode, IoTensor};
 
-use crate::ElementType;
+use crate::{ElementType, Pooling};
 
 use crate::{Error, InputRole, InputSpec, Result};
+
+/// What an output computed inside the graph pools: the sentence embedding
+/// of a `[batch, seq, dim]` output, as [`Pooling`] and normalisation say
+/// (a backend adds it so a GPU hands back one row per text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PooledFrom {
+    /// The hidden-state output it pools.
+    pub hidden: String,
+    /// How.
+    pub pooling: Pooling,
+    /// Whether its rows are L2-normalised.
+    pub normalize: bool,
+}
 
 /// An output tensor of the engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +37,11 @@ pub struct OutputSpec {
     pub dtype: ElementType,
     /// Rank (2 for logits `[batch, labels]`, 3 for hidden states `[batch, seq, dim]`).
     pub rank: usize,
+    /// Set on an output the backend added to the model: the sentence
+    /// embedding pooled inside the graph. Such an output stands in for
+    /// pooling on the host ([`Selection`](crate::Selection)) and is never one
+    /// of the model's own outputs (raw selections, logits).
+    pub pooled: Option<PooledFrom>,
 }
 
 /// The token inputs and outputs of a BERT-like engine, and the shapes every
@@ -96,7 +114,7 @@ impl ModelLayout {
                         .ok()
                         .filter(|d| d.is_float())
                         .ok_or_else(|| Error::InvalidConfig(format!("engine output '{}' is {}, not a float tensor", t.name, t.dtype)))?;
-                    outputs.push(OutputSpec { name: t.name.clone(), dtype, rank: t.shape.len() });
+                    outputs.push(OutputSpec { name: t.name.clone(), dtype, rank: t.shape.len(), pooled: None });
                 }
             }
         }
@@ -158,6 +176,19 @@ impl ModelLayout {
 
     /// The output of rank `rank` (first such), e.g. 2 for logits, 3 for hidden states.
     pub fn output_of_rank(&self, rank: usize) -> Option<&OutputSpec> {
-        self.outputs.iter().find(|o| o.rank == rank)
+        self.model_outputs().find(|o| o.rank == rank)
+    }
+
+    /// The model's own outputs, without those a backend added ([`OutputSpec::pooled`]).
+    pub fn model_outputs(&self) -> impl Iterator<Item = &OutputSpec> {
+        self.outputs.iter().filter(|o| o.pooled.is_none())
+    }
+
+    /// The output that holds `hidden` pooled with `pooling` (normalised if
+    /// `normalize`) inside the graph, where the backend added one.
+    pub fn pooled_output(&self, hidden: &str, pooling: Pooling, normalize: bool) -> Option<&OutputSpec> {
+        self.outputs
+            .iter()
+            .find(|o| o.pooled.as_ref().is_some_and(|p| p.hidden == hidden && p.pooling == pooling && p.normalize == normalize))
     }
 }

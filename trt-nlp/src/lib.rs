@@ -109,7 +109,7 @@ pub use buffers::{EncodedBatch, TokenBuffer};
 pub use classifier::{Classifier, Ranked};
 pub use embedder::Embedder;
 pub use error::{Error, Result};
-pub use layout::{ModelLayout, OutputSpec};
+pub use layout::{ModelLayout, OutputSpec, PooledFrom};
 pub use model_folder::ModelFolder;
 pub use options::HelperOptions;
 pub use parallel::default_threads;

@@ -107,11 +107,19 @@ impl ModelFolder {
     }
 
     /// The backend for the folder's model ([`backend::open`]); the longest
-    /// sequence is capped at `max_position_embeddings` where `config.json` gives it.
+    /// sequence is capped at `max_position_embeddings` where `config.json`
+    /// gives it, and ONNX Runtime on CUDA pools sentence embeddings inside
+    /// the graph as the folder's pooling says, unless `options` say otherwise
+    /// ([`OrtBackendOptions::graph_pooling`](crate::backend::onnxruntime::OrtBackendOptions::graph_pooling)).
     pub fn backend(&self, choice: BackendChoice, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
         let mut options = options.clone();
         if let Some(p) = self.max_positions {
             options.max_seq = options.max_seq.min(p);
+        }
+        #[cfg(feature = "onnxruntime")]
+        if options.onnxruntime.graph_pooling.is_none() {
+            options.onnxruntime.graph_pooling =
+                Some(crate::backend::onnxruntime::GraphPooling { pooling: self.pooling, normalize: self.normalize, on_cpu: false });
         }
         backend::open(&self.model, choice, &options)
     }

@@ -7,7 +7,9 @@
 //! its texts' own: fewer padded tokens computed. The callback is told which
 //! input text each row is, so results come back in the caller's order. A
 //! batch smaller than the model's smallest is padded with empty texts, rows
-//! the callback does not see.
+//! the callback does not see. The caller says which outputs it reads
+//! ([`Selection::reads`](crate::Selection::reads)); a GPU backend leaves the
+//! others on the device.
 //!
 //! A backend with several instances (sessions, contexts) gets that many
 //! batches at once, from as many threads: while one batch computes on the
@@ -29,6 +31,7 @@ pub(crate) fn for_each_batch<S: AsRef<str> + Sync>(
     backend: &dyn Backend,
     pipeline: &TokenizerPipeline,
     texts: &[S],
+    wanted: &[bool],
     each: impl Fn(&[usize], &BatchLayout, &Outputs<'_>) -> Result<()> + Sync,
 ) -> Result<()> {
     let layout = backend.layout();
@@ -42,7 +45,7 @@ pub(crate) fn for_each_batch<S: AsRef<str> + Sync>(
         if batch_texts.len() < layout.min_batch {
             batch_texts.resize(layout.min_batch, "");
         }
-        backend.run(&mut |batch| pipeline.encode_into(&batch_texts, batch), &mut |l, o| each(rows, l, o))
+        backend.run_reading(wanted, &mut |batch| pipeline.encode_into(&batch_texts, batch), &mut |l, o| each(rows, l, o))
     })
 }
 
@@ -53,6 +56,7 @@ pub(crate) fn for_each_row_batch(
     backend: &dyn Backend,
     pipeline: &TokenizerPipeline,
     rows: &[TokenRow],
+    wanted: &[bool],
     each: impl Fn(&[usize], &BatchLayout, &Outputs<'_>) -> Result<()> + Sync,
 ) -> Result<()> {
     let layout = backend.layout();
@@ -65,7 +69,7 @@ pub(crate) fn for_each_row_batch(
         while batch.len() < layout.min_batch {
             batch.push(batch[0]);
         }
-        backend.run(&mut |b| pipeline.pack(batch.iter().copied(), b), &mut |l, o| each(chunk, l, o))
+        backend.run_reading(wanted, &mut |b| pipeline.pack(batch.iter().copied(), b), &mut |l, o| each(chunk, l, o))
     })
 }
 

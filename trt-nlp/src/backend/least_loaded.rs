@@ -232,33 +232,12 @@ impl Backend for LeastLoaded {
     }
 
     fn run(&self, fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {
-        let i = self.choose();
-        let started = Instant::now();
-        let mut rows = 0;
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            self.members[i].backend.run(fill, &mut |layout, outputs| {
-                rows = layout.batch;
-                read(layout, outputs)
-            })
-        }));
-        let busy = started.elapsed();
-        match outcome {
-            Ok(Ok(())) => {
-                self.done(i, Some(rows), busy);
-                Ok(())
-            }
-            Ok(Err(e)) => {
-                self.done(i, None, busy);
-                Err(e)
-            }
-            Err(panic) => {
-                // Counted, then passed on: the batcher turns it into its batch's failure.
-                self.done(i, None, busy);
-                resume_unwind(panic)
-            }
-        }
+        self.run_on_least_loaded(None, fill, read)
     }
 
+    fn run_reading(&self, wanted: &[bool], fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {
+        self.run_on_least_loaded(Some(wanted), fill, read)
+    }
     fn device_instances(&self) -> Vec<DeviceInstanceStats> {
         let st = self.lock();
         self.members
@@ -276,5 +255,40 @@ impl Backend for LeastLoaded {
                 busy: l.busy,
             })
             .collect()
+    }
+}
+
+impl LeastLoaded {
+    /// One batch on the member with the fewest batches in flight per instance, counted.
+    fn run_on_least_loaded(&self, wanted: Option<&[bool]>, fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {
+        let i = self.choose();
+        let started = Instant::now();
+        let mut rows = 0;
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let mut read = |layout: &crate::BatchLayout, outputs: &super::Outputs<'_>| {
+                rows = layout.batch;
+                read(layout, outputs)
+            };
+            match wanted {
+                Some(w) => self.members[i].backend.run_reading(w, fill, &mut read),
+                None => self.members[i].backend.run(fill, &mut read),
+            }
+        }));
+        let busy = started.elapsed();
+        match outcome {
+            Ok(Ok(())) => {
+                self.done(i, Some(rows), busy);
+                Ok(())
+            }
+            Ok(Err(e)) => {
+                self.done(i, None, busy);
+                Err(e)
+            }
+            Err(panic) => {
+                // Counted, then passed on: the batcher turns it into its batch's failure.
+                self.done(i, None, busy);
+                resume_unwind(panic)
+            }
+        }
     }
 }

@@ -212,6 +212,15 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// `max_batch * max_seq` elements); the batch it returns must lie within
     /// the layout's ranges. `read` then sees the outputs.
     fn run(&self, fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()>;
+
+    /// [`run`](Backend::run) when `read` looks only at the outputs marked in
+    /// `wanted` (by position in the layout's outputs): a backend whose outputs
+    /// cross from a device to the host may leave the others there and out of
+    /// `read`'s [`Outputs`]. Default: `run`, every output.
+    fn run_reading(&self, wanted: &[bool], fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {
+        let _ = wanted;
+        self.run(fill, read)
+    }
 }
 
 #[cfg(test)]

@@ -19,8 +19,8 @@ use trt_onnx::runtime::{ElementType as OrtType, InputTensor, OutputRef, Session,
 
 use crate::backend::ort_cuda::CudaStaging;
 use crate::backend::{Backend, Fill, OutputView, Outputs, Read};
-use crate::layout::OutputSpec;
-use crate::{ElementType, EncodedBatch, Error, InputRole, InputSpec, ModelLayout, Result};
+use crate::layout::{OutputSpec, PooledFrom};
+use crate::{ElementType, EncodedBatch, Error, InputRole, InputSpec, ModelLayout, Pooling, Result};
 
 pub use trt_onnx::runtime::{cuda_device_count, BoundTensor, Optimization, Provider};
 
@@ -48,7 +48,31 @@ pub struct OrtBackendOptions {
     /// (ONNX Runtime's `gpu_mem_limit`); a batch that needs more fails alone
     /// with a typed error. `None` (default): no limit.
     pub cuda_memory_limit: Option<usize>,
+    /// Adds the sentence embedding to the model's outputs, pooled (and
+    /// normalised) inside the graph ([`trt_onnx::graph::pooling`]), on CUDA
+    /// (and on the CPU where [`GraphPooling::on_cpu`]): a batch then hands
+    /// back one row per text instead of every token's hidden states, and the
+    /// host pools nothing. A model it cannot be added to (no hidden-state
+    /// output, opset below 13, past 2 GiB inline) runs as it is, and the
+    /// reason is logged. `None` (default): not added. A model folder sets it
+    /// from its pooling configuration ([`ModelFolder::backend`](crate::ModelFolder::backend)).
+    pub graph_pooling: Option<GraphPooling>,
 }
+
+/// How [`OrtBackendOptions::graph_pooling`] pools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphPooling {
+    /// Mean or first token (what the model folder's pooling says).
+    pub pooling: Pooling,
+    /// Whether rows are L2-normalised.
+    pub normalize: bool,
+    /// Also on the CPU provider (on a GPU it saves the transfer of every
+    /// token's states; on the CPU only host pooling, so off by default).
+    pub on_cpu: bool,
+}
+
+/// The name of the output [`OrtBackendOptions::graph_pooling`] adds.
+pub const GRAPH_POOLED_OUTPUT: &str = "trt_nlp_sentence_embedding";
 
 impl Default for OrtBackendOptions {
     fn default() -> Self {
@@ -61,6 +85,7 @@ impl Default for OrtBackendOptions {
             optimization: Optimization::All,
             cuda_graph_max_batch: 0,
             cuda_memory_limit: None,
+            graph_pooling: None,
         }
     }
 }
@@ -122,21 +147,40 @@ impl OrtBackend {
     pub fn new(path: impl AsRef<Path>, options: &OrtBackendOptions) -> Result<Self> {
         let path = path.as_ref();
         let session_options = options.session_options();
-        let first = Session::from_file(path, &session_options)?;
-        let layout = layout_of(&first, options, path)?;
+        let mut first = Session::from_file(path, &session_options)?;
+        let mut layout = layout_of(&first, options, path)?;
         let provider = first.provider().to_owned();
         let cuda_device = first.cuda_device();
+        // The model the sessions run: the file, or it with the pooled output added.
+        let mut pooled_bytes: Option<Vec<u8>> = None;
+        if let Some(g) = options.graph_pooling.filter(|g| cuda_device.is_some() || g.on_cpu) {
+            match with_pooled_output(path, &layout, g) {
+                Ok((bytes, from)) => {
+                    first = Session::from_bytes(&bytes, &session_options)?;
+                    layout = layout_of(&first, options, path)?;
+                    if let Some(o) = layout.outputs.iter_mut().find(|o| o.name == GRAPH_POOLED_OUTPUT) {
+                        o.pooled = Some(from);
+                    }
+                    pooled_bytes = Some(bytes);
+                }
+                Err(why) => tracing::info!("{}: sentence embeddings pooled on the host ({why})", path.display()),
+            }
+        }
+        let open = |options: &SessionOptions| match &pooled_bytes {
+            Some(bytes) => Session::from_bytes(bytes, options),
+            None => Session::from_file(path, options),
+        };
         let sessions = options.sessions.max(1);
         let mut slots = Vec::with_capacity(sessions);
         if let Some(device) = cuda_device {
             drop(first);
             for _ in 0..sessions {
-                match CudaStaging::new(path, &session_options, device, &layout, options.cuda_graph_max_batch)? {
+                match CudaStaging::new(&open, &session_options, device, &layout, options.cuda_graph_max_batch)? {
                     Ok(staging) => slots.push(Slot::Cuda(Box::new(staging))),
                     Err(why) => {
                         tracing::info!("{}: no IO binding on CUDA ({why}); ONNX Runtime stages through host memory", path.display());
                         let options = SessionOptions { provider: Provider::Cuda { device }, ..session_options.clone() };
-                        slots.push(Slot::Host(host_slot(Session::from_file(path, &options)?, &layout)));
+                        slots.push(Slot::Host(host_slot(open(&options)?, &layout)));
                     }
                 }
             }
@@ -145,7 +189,7 @@ impl OrtBackend {
             for _ in 0..sessions {
                 let session = match session.take() {
                     Some(s) => s,
-                    None => Session::from_file(path, &session_options)?,
+                    None => open(&session_options)?,
                 };
                 slots.push(Slot::Host(host_slot(session, &layout)));
             }
@@ -183,6 +227,29 @@ impl OrtBackend {
     pub fn provider(&self) -> &str {
         &self.provider
     }
+}
+
+/// The model at `path` with [`GRAPH_POOLED_OUTPUT`] added (encoded), and
+/// what it pools; or why it cannot be added.
+fn with_pooled_output(path: &Path, layout: &ModelLayout, g: GraphPooling) -> std::result::Result<(Vec<u8>, PooledFrom), String> {
+    use trt_onnx::graph::pooling::{add_pooled_output, PooledOutput, SentencePooling};
+    let hidden = layout.output_of_rank(3).ok_or("the model has no [batch, seq, dim] output")?;
+    let mask = layout.inputs.iter().find(|i| i.role == InputRole::AttentionMask).ok_or("the model has no attention_mask input")?;
+    let pooling = match g.pooling {
+        Pooling::Mean => SentencePooling::Mean,
+        Pooling::Cls => SentencePooling::First,
+    };
+    let spec = PooledOutput {
+        hidden: hidden.name.clone(),
+        mask: mask.name.clone(),
+        pooling,
+        normalize: g.normalize,
+        output: GRAPH_POOLED_OUTPUT.to_string(),
+    };
+    let mut model = trt_onnx::graph::Model::load(path).map_err(|e| e.to_string())?;
+    add_pooled_output(&mut model, &spec).map_err(|e| e.to_string())?;
+    let bytes = model.to_bytes().map_err(|e| e.to_string())?;
+    Ok((bytes, PooledFrom { hidden: hidden.name.clone(), pooling: g.pooling, normalize: g.normalize }))
 }
 
 fn host_slot(session: Session, layout: &ModelLayout) -> HostSlot {
@@ -270,7 +337,7 @@ fn float_output(t: &TensorInfo) -> Option<OutputSpec> {
             return None;
         }
     };
-    Some(OutputSpec { name: t.name.clone(), dtype, rank: t.shape.len() })
+    Some(OutputSpec { name: t.name.clone(), dtype, rank: t.shape.len(), pooled: None })
 }
 
 impl Backend for OrtBackend {
@@ -304,11 +371,23 @@ impl Backend for OrtBackend {
         Ok(())
     }
 
+    fn run_reading(&self, wanted: &[bool], fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {
+        let mut slot = self.pool.checkout();
+        match &mut *slot {
+            Slot::Cuda(c) => c.run(&self.layout, Some(wanted), fill, read),
+            // Host outputs are read in place: nothing to save.
+            Slot::Host(_) => {
+                drop(slot);
+                self.run(fill, read)
+            }
+        }
+    }
+
     fn run(&self, fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {
         let mut slot = self.pool.checkout();
         let HostSlot { session, inputs } = match &mut *slot {
             Slot::Host(h) => h,
-            Slot::Cuda(c) => return c.run(&self.layout, fill, read),
+            Slot::Cuda(c) => return c.run(&self.layout, None, fill, read),
         };
         let layout = {
             let mut batch = EncodedBatch::new();

@@ -6,8 +6,9 @@
 //! into; device buffers for every input and output, sized once for the
 //! largest batch and sequence and bound to the session by address (IO
 //! binding). A batch is one upload per input, one run, one download per
-//! output of the batch's real rows only, and one host wait (reading the
-//! first output). No device memory is allocated per batch, and once every
+//! output of the batch's real rows only (only the outputs the caller reads,
+//! where it says which: a pooled embedding alone is a few KiB a batch), and
+//! one host wait (reading the first output). No device memory is allocated per batch, and once every
 //! shape has been seen no ONNX Runtime value either: a binding whose address
 //! and shape are unchanged is not redone, one seen before is reused, and the
 //! addresses never change ([`CudaStaging::bound`] is what the tests read).
@@ -36,6 +37,8 @@ enum Dim {
 }
 
 struct Output {
+    /// Its position in the layout's outputs (what `wanted` marks).
+    index: usize,
     name: String,
     dims: Vec<Dim>,
     staged: Floats,
@@ -62,7 +65,7 @@ impl CudaStaging {
     /// (with the reason) where an output's shape cannot be told from the
     /// batch's (a dimension tied to neither batch nor sequence).
     pub(crate) fn new(
-        path: &std::path::Path,
+        open: &dyn Fn(&SessionOptions) -> trt_onnx::Result<Session>,
         base: &SessionOptions,
         device_index: u32,
         layout: &ModelLayout,
@@ -77,10 +80,10 @@ impl CudaStaging {
         let mut cuda: CudaOptions = base.cuda;
         cuda.graphs = graph_max_batch > 0;
         options.cuda = unsafe { cuda.with_stream(stream.as_raw().cast()) };
-        let session = Session::from_file(path, &options)?;
+        let session = open(&options)?;
         let (batch_sym, seq_sym) = symbols(session.inputs());
         let mut outputs = Vec::new();
-        for spec in &layout.outputs {
+        for (index, spec) in layout.outputs.iter().enumerate() {
             let Some(info) = session.outputs().iter().find(|t| t.name == spec.name) else { continue };
             let mut dims = Vec::with_capacity(info.shape.len());
             for (i, &d) in info.shape.iter().enumerate() {
@@ -98,7 +101,7 @@ impl CudaStaging {
                 ElementType::F16 => Floats::F16(Staged::new(&device, &stream, len)?),
                 _ => Floats::BF16(Staged::new(&device, &stream, len)?),
             };
-            outputs.push(Output { name: spec.name.clone(), dims, staged, shape: Vec::new() });
+            outputs.push(Output { index, name: spec.name.clone(), dims, staged, shape: Vec::new() });
         }
         let tokens = layout.max_batch * layout.max_seq;
         let mut inputs = Vec::new();
@@ -126,8 +129,16 @@ impl CudaStaging {
         (self.binding.rebinds(), self.binding.values_made())
     }
 
-    /// One batch: fill the pinned inputs, upload, run, download the real rows, read.
-    pub(crate) fn run(&mut self, layout_check: &ModelLayout, fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {
+    /// One batch: fill the pinned inputs, upload, run, download the real
+    /// rows of the outputs `wanted` marks (all: `None`), read those.
+    pub(crate) fn run(
+        &mut self,
+        layout_check: &ModelLayout,
+        wanted: Option<&[bool]>,
+        fill: &mut Fill<'_>,
+        read: &mut Read<'_>,
+    ) -> Result<()> {
+        let wanted = |o: &Output| wanted.is_none_or(|w| w.get(o.index).copied().unwrap_or(true));
         let CudaStaging { session, binding, inputs, outputs, graph_max_batch, max_batch, gate, captures, stream } = self;
         // Every CUDA call of the run, the host's waits included, happens
         // under the device's gate: shared, or alone for a run that may capture.
@@ -182,7 +193,7 @@ impl CudaStaging {
         if let Some(g) = graph {
             captures.ran(g);
         }
-        for o in outputs.iter_mut() {
+        for o in outputs.iter_mut().filter(|o| wanted(o)) {
             o.shape.clear();
             o.shape.extend(resolve(&o.dims, rows, seq));
             let n: usize = o.shape.iter().product();
@@ -193,7 +204,7 @@ impl CudaStaging {
             }
         }
         let mut views = Outputs::new();
-        for o in outputs.iter() {
+        for o in outputs.iter().filter(|o| wanted(o)) {
             let n: usize = o.shape.iter().product();
             let view = match &o.staged {
                 Floats::F32(s) => OutputView::F32(view(&s.host.as_slice()?[..n], &o.shape)?),

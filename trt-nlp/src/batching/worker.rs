@@ -45,10 +45,15 @@ pub(crate) fn run_batch(
         rows.resize(min_batch, &shortest.request.rows[shortest.row]);
     }
 
+    // Only the outputs some request of the batch selected cross back to the host.
+    let mut wanted = vec![false; backend.layout().outputs.len()];
+    for it in &live {
+        it.request.selection.reads(backend.layout(), &mut wanted);
+    }
     let mut per_row: Vec<Result<RowOutputs>> = Vec::new();
     let mut seq_len = 0;
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        backend.run(&mut |batch| pipeline.pack(rows.iter().copied(), batch), &mut |layout, outputs| {
+        backend.run_reading(&wanted, &mut |batch| pipeline.pack(rows.iter().copied(), batch), &mut |layout, outputs| {
             seq_len = layout.seq_len;
             per_row = split_rows(layout, outputs, &live);
             Ok(())

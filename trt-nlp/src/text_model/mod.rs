@@ -187,6 +187,13 @@ impl TextModel {
         Selection::by_names(self.layout(), names, self.head.pooling, self.head.normalize)
     }
 
+    /// Which outputs computing `selection` reads, by position in the layout.
+    pub(crate) fn reads(&self, selection: &Selection) -> Vec<bool> {
+        let mut wanted = vec![false; self.layout().outputs.len()];
+        selection.reads(self.layout(), &mut wanted);
+        wanted
+    }
+
     /// The pooled [`EMBEDDING`] alone; fails when the model has no `[batch, seq, dim]` output.
     pub fn embedding(&self) -> Result<Selection> {
         Selection::embedding(self.layout(), self.head.pooling, self.head.normalize)
@@ -207,7 +214,7 @@ impl TextModel {
     pub fn embed<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<Array2<f32>> {
         let selection = self.embedding()?;
         let all: Mutex<Option<Array2<f32>>> = Mutex::new(None);
-        for_each_batch(&*self.backend, &self.pipeline, texts, |rows, layout, outputs| {
+        for_each_batch(&*self.backend, &self.pipeline, texts, &self.reads(&selection), |rows, layout, outputs| {
             let pooled = one(selection.tensors(layout, outputs, rows.len())?)?;
             let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
             let all = all.get_or_insert_with(|| Array2::zeros((texts.len(), pooled.row_len())));
@@ -228,7 +235,7 @@ impl TextModel {
     pub fn classify<S: AsRef<str> + Sync>(&self, texts: &[S], k: usize) -> Result<Vec<Classification>> {
         let selection = self.logits()?;
         let all: Mutex<Vec<Option<Classification>>> = Mutex::new(vec![None; texts.len()]);
-        for_each_batch(&*self.backend, &self.pipeline, texts, |rows, layout, outputs| {
+        for_each_batch(&*self.backend, &self.pipeline, texts, &self.reads(&selection), |rows, layout, outputs| {
             let logits = one(selection.tensors(layout, outputs, rows.len())?)?;
             let logits = Array2::from_shape_vec((logits.rows(), logits.row_len()), logits.values)
                 .map_err(|e| Error::InvalidConfig(format!("logits: {e}")))?;
@@ -289,10 +296,12 @@ impl TextModel {
         let mut tokenize = Duration::ZERO;
         let started = Instant::now();
         let mut parts: Vec<Vec<OutputRows>> = Vec::new();
+        let wanted = self.reads(selection);
         for start in (0..n).step_by(self.max_batch()) {
             let range = start..(start + self.max_batch()).min(n);
             let real = range.len();
-            self.backend.run(
+            self.backend.run_reading(
+                &wanted,
                 &mut |batch| {
                     let t = Instant::now();
                     let l = encode(range.clone(), batch);

@@ -60,7 +60,7 @@ pub(crate) type RowOutputs = Vec<(String, ArrayD<f32>)>;
 impl Selection {
     /// Every output of the model, as it is.
     pub fn raw(layout: &ModelLayout) -> Self {
-        let outputs = layout.outputs.iter().map(|o| Selected { name: o.name.clone(), source: Source::Raw(o.name.clone()) }).collect();
+        let outputs = layout.model_outputs().map(|o| Selected { name: o.name.clone(), source: Source::Raw(o.name.clone()) }).collect();
         Selection { outputs, pooling: Pooling::default(), normalize: false }
     }
 
@@ -79,15 +79,19 @@ impl Selection {
         let mut outputs = Vec::with_capacity(names.len());
         for name in names {
             let name = name.as_ref();
-            let source = if layout.outputs.iter().any(|o| o.name == name) {
+            let source = if layout.model_outputs().any(|o| o.name == name) {
                 Source::Raw(name.to_string())
             } else if name == EMBEDDING {
                 let hidden = layout.output_of_rank(3).ok_or_else(|| {
                     Error::InvalidConfig(format!("output '{EMBEDDING}' needs a [batch, seq, hidden] model output; the model has none"))
                 })?;
-                Source::Pooled(hidden.name.clone())
+                // Pooled inside the graph where the backend did it this way: one row per text comes back.
+                match layout.pooled_output(&hidden.name, pooling, normalize) {
+                    Some(pooled) => Source::Raw(pooled.name.clone()),
+                    None => Source::Pooled(hidden.name.clone()),
+                }
             } else {
-                let there: Vec<_> = layout.outputs.iter().map(|o| o.name.as_str()).collect();
+                let there: Vec<_> = layout.model_outputs().map(|o| o.name.as_str()).collect();
                 return Err(Error::InvalidConfig(format!("'{name}' is not an output of the model (it has {there:?}, and '{EMBEDDING}')")));
             };
             outputs.push(Selected { name: name.to_string(), source });
@@ -98,6 +102,19 @@ impl Selection {
     /// The selected outputs, in order.
     pub fn outputs(&self) -> &[Selected] {
         &self.outputs
+    }
+
+    /// Which of `layout`'s outputs computing it reads, by position (what a
+    /// backend must hand back: [`Backend::run_reading`](crate::Backend::run_reading)).
+    pub fn reads(&self, layout: &ModelLayout, wanted: &mut [bool]) {
+        for o in &self.outputs {
+            let (Source::Raw(name) | Source::Pooled(name)) = &o.source;
+            if let Some(i) = layout.outputs.iter().position(|s| &s.name == name) {
+                if let Some(w) = wanted.get_mut(i) {
+                    *w = true;
+                }
+            }
+        }
     }
 
     /// Their names, in order.
@@ -268,7 +285,7 @@ mod tests {
     use crate::{mean_pool, OutputSpec};
 
     fn layout(outputs: &[(&str, usize)]) -> ModelLayout {
-        let spec = |&(name, rank): &(&str, usize)| OutputSpec { name: name.into(), dtype: crate::ElementType::F32, rank };
+        let spec = |&(name, rank): &(&str, usize)| OutputSpec { name: name.into(), dtype: crate::ElementType::F32, rank, pooled: None };
         ModelLayout { inputs: vec![], outputs: outputs.iter().map(spec).collect(), min_batch: 1, max_batch: 4, min_seq: 1, max_seq: 8 }
     }
 
