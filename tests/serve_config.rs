@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use trt_serve::config::{DataType, InstanceGroup, InstanceKind, ModelConfig, Platform, TimeoutAction, VersionPolicy};
-use trt_serve::placement::{place, GpuInstance, Placement};
+use trt_serve::test_support::placement::{place, GpuInstance, Placement};
 
 const CLASSIFIER: &str = r#"
 name: "minilm"

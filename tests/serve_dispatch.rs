@@ -16,9 +16,9 @@ use std::time::Duration;
 use doubles::{double_layout, ScriptedBackendDouble};
 use trt_nlp::{Head, TextModel, TokenizerPipeline};
 use trt_serve::config::ModelConfig;
-use trt_serve::dispatch::Dispatcher;
-use trt_serve::limits::Limits;
-use trt_serve::text_model::ConfiguredModel;
+use trt_serve::test_support::dispatch::Dispatcher;
+use trt_serve::test_support::text_model::ConfiguredModel;
+use trt_serve::Limits;
 use trt_serve::ServeError;
 
 fn dispatcher(extra: &str, limits: &Limits) -> (Arc<ScriptedBackendDouble>, Dispatcher) {

@@ -24,9 +24,9 @@ use trt_nlp::backend::onnxruntime::cuda_device_count;
 use trt_nlp::batching::{BatchingConfig, Request, Scheduler};
 use trt_nlp::TextModel;
 use trt_serve::config::ModelConfig;
-use trt_serve::loader::NlpLoader;
-use trt_serve::metrics::{instance_text, GpuWork};
-use trt_serve::repository::VersionLoader;
+use trt_serve::test_support::metrics::{instance_text, GpuWork};
+use trt_serve::test_support::repository::VersionLoader;
+use trt_serve::NlpLoader;
 use trt_serve::{ServeError, ServeResult};
 
 const NEEDS: &str = "needs a CUDA GPU and the onnxruntime-gpu library (ORT_DYLIB_PATH)";

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use axum::http::{Request, Response, StatusCode};
 use tower::{Layer, Service, ServiceExt};
-use trt_serve::request_span::RequestSpanLayer;
+use trt_serve::test_support::request_span::RequestSpanLayer;
 
 /// A `log` logger that keeps every record (a test double of an application's logger).
 struct Recording(Mutex<Vec<(log::Level, String, String)>>);

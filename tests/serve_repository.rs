@@ -18,10 +18,10 @@ use doubles::{double_layout, ScriptedBackendDouble};
 use trt_nlp::backend::{DeviceInstance, LeastLoaded};
 use trt_nlp::{Head, TextModel, TokenizerPipeline};
 use trt_serve::config::ModelConfig;
-use trt_serve::limits::Limits;
-use trt_serve::metrics::Metrics;
-use trt_serve::repository::{Repository, VersionLoader};
-use trt_serve::service::Service;
+use trt_serve::test_support::metrics::Metrics;
+use trt_serve::test_support::repository::{Repository, VersionLoader};
+use trt_serve::test_support::service::Service;
+use trt_serve::Limits;
 use trt_serve::{ServeError, ServeResult};
 
 /// Loader test double: every version runs on an open ScriptedBackendDouble.

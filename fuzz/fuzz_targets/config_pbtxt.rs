@@ -53,8 +53,8 @@ fuzz_target!(|data: &[u8]| {
     if let VersionPolicy::Latest(n) = c.version_policy {
         assert_eq!(chosen.len(), n.min(5));
     }
-    let _ = trt_serve::text_model::text_input(&c);
-    let json = trt_serve::http::config_json(&c);
+    let _ = trt_serve::test_support::text_model::text_input(&c);
+    let json = trt_serve::test_support::http::config_json(&c);
     assert_eq!(json["name"].as_str(), Some(FOLDER));
     assert_eq!(json["input"].as_array().map(Vec::len), Some(c.inputs.len()));
 });

@@ -18,8 +18,8 @@ mod serve;
 
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
-use trt_serve::grpc::{decode_request, proto::ModelInferRequest};
-use trt_serve::kserve::{encode_bytes_elements, Elements};
+use trt_serve::test_support::grpc::{decode_request, proto::ModelInferRequest};
+use trt_serve::test_support::kserve::{encode_bytes_elements, Elements};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, message)) = data.split_first() else { return };

@@ -21,8 +21,8 @@ mod serve;
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use trt_serve::kserve::json::decode_request;
-use trt_serve::kserve::{encode_bytes_elements, Elements};
+use trt_serve::test_support::kserve::json::decode_request;
+use trt_serve::test_support::kserve::{encode_bytes_elements, Elements};
 
 fuzz_target!(|data: &[u8]| {
     let Some((head, body)) = data.split_at_checked(3) else { return };

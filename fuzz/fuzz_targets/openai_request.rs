@@ -9,9 +9,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trt_serve::api_request::Bounds;
-use trt_serve::openai::request::{embeddings, model_of};
-use trt_serve::tei::request::Input;
+use trt_serve::test_support::api_request::Bounds;
+use trt_serve::test_support::openai::request::{embeddings, model_of};
+use trt_serve::test_support::tei::request::Input;
 
 fuzz_target!(|data: &[u8]| {
     let Some((head, body)) = data.split_at_checked(2) else { return };

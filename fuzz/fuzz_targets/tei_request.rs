@@ -11,8 +11,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trt_serve::api_request::Bounds;
-use trt_serve::tei::request::{self, Input, Sequence};
+use trt_serve::test_support::api_request::Bounds;
+use trt_serve::test_support::tei::request::{self, Input, Sequence};
 
 const WIDTH: usize = 384;
 

@@ -10,7 +10,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trt_serve::traceparent::TraceParent;
+use trt_serve::test_support::traceparent::TraceParent;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(t) = TraceParent::parse(data) else { return };

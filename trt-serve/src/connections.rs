@@ -340,26 +340,18 @@ impl AsyncWrite for Conn {
     }
 }
 
-/// What tonic puts in each gRPC request's extensions: the peer's addresses
-/// and the connection's activity, which [`GrpcStreamsLayer`] counts streams on.
+/// What tonic puts in each gRPC request's extensions: the connection's
+/// activity, which [`GrpcStreamsLayer`] counts streams on.
 #[derive(Debug, Clone)]
 pub struct GrpcConnInfo {
-    tcp: tonic::transport::server::TcpConnectInfo,
     activity: Arc<Activity>,
-}
-
-impl GrpcConnInfo {
-    /// The client's address.
-    pub fn remote_addr(&self) -> Option<std::net::SocketAddr> {
-        self.tcp.remote_addr()
-    }
 }
 
 impl tonic::transport::server::Connected for Conn {
     type ConnectInfo = GrpcConnInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
-        GrpcConnInfo { tcp: self.stream.connect_info(), activity: self.activity.clone() }
+        GrpcConnInfo { activity: self.activity.clone() }
     }
 }
 

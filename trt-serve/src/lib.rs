@@ -3,75 +3,149 @@
 //!
 //! | layer | module | what it does |
 //! |---|---|---|
-//! | front ends | [`http`] | KServe v2 REST routes (axum), binary tensor extension header, `/metrics` |
-//! | | [`grpc`] | `inference.GRPCInferenceService` (tonic; `proto/inference.proto` compiled by protox) |
+//! | front ends | `http` | KServe v2 REST routes (axum), binary tensor extension header, `/metrics` |
+//! | | `grpc` | `inference.GRPCInferenceService` (tonic; `proto/inference.proto` compiled by protox) |
 //! | | `grpc_health` | `grpc.health.v1.Health/Check` on the gRPC port, for Kubernetes' `grpc` probes |
-//! | protocol | [`kserve`] | transport-independent requests and responses, JSON and binary tensor codecs, classification extension |
-//! | | [`tei`], [`openai`] | text-embeddings-inference and OpenAI embeddings requests decoded and checked, their error bodies |
-//! | | [`api_model`] | the model behind a TEI / OpenAI route: inputs to token rows, rows through the version's dispatcher |
-//! | | [`api_request`] | what both decoders share: bounds, refusals, field readers; [`vectors`]: Matryoshka truncation, base64 |
-//! | | [`service`] | what each protocol method does, shared by both front ends |
-//! | | [`error`] | the one mapping of errors to HTTP status, gRPC code and metrics reason |
-//! | | [`limits`] | body, element, text and queue bounds checked at the edge |
-//! | models | [`repository`] | Triton's repository layout, version policy, load / unload, atomic version switch with drain |
-//! | | [`model_control`] | model-control modes `none` / `explicit` / `poll`, strict readiness |
-//! | | [`single_model`] | one model folder served directly (KServe's `/mnt/models`) |
+//! | protocol | `kserve` | transport-independent requests and responses, JSON and binary tensor codecs, classification extension |
+//! | | `tei`, `openai` | text-embeddings-inference and OpenAI embeddings requests decoded and checked, their error bodies |
+//! | | `api_model` | the model behind a TEI / OpenAI route: inputs to token rows, rows through the version's dispatcher |
+//! | | `api_request` | what both decoders share: bounds, refusals, field readers; `vectors`: Matryoshka truncation, base64 |
+//! | | `service` | what each protocol method does, shared by both front ends |
+//! | | `error` | the one mapping of errors to HTTP status, gRPC code and metrics reason |
+//! | | `limits` | body, element, text and queue bounds checked at the edge |
+//! | models | `repository` | Triton's repository layout, version policy, load / unload, atomic version switch with drain |
+//! | | `model_control` | model-control modes `none` / `explicit` / `poll`, strict readiness |
+//! | | `single_model` | one model folder served directly (KServe's `/mnt/models`) |
 //! | | [`config`] | `config.pbtxt` (protobuf text format) parsed and checked |
-//! | | [`dispatch`] | admission, queue timeout and execution for one version |
-//! | | [`text_model`] | a config bound to trt-nlp's `TextModel`: the text input, the outputs it exposes (and the pooled `embedding`) |
-//! | | [`tensor_model`] | a config bound to trt-nlp's `TensorBackend`: tensor inputs and outputs of any numeric type, checked or read from the model |
-//! | | [`tensor_dispatch`] | a tensor model's queue: requests of equal shapes stacked along the batch axis |
+//! | | `dispatch` | admission, queue timeout and execution for one version |
+//! | | `text_model` | a config bound to trt-nlp's `TextModel`: the text input, the outputs it exposes (and the pooled `embedding`) |
+//! | | `tensor_model` | a config bound to trt-nlp's `TensorBackend`: tensor inputs and outputs of any numeric type, checked or read from the model |
+//! | | `tensor_dispatch` | a tensor model's queue: requests of equal shapes stacked along the batch axis |
 //! | | `tensor_padding` | ragged requests in one batch: `pad.<input>` / `unpad.<output>` config parameters, padding to the longest, outputs cut back |
-//! | | [`loader`] | a version folder opened through trt-nlp (model folder, backend for the platform, tokenizer) |
-//! | | [`placement`] | `instance_group` on the GPUs: device instances, checked against the GPUs there are |
-//! | | [`metrics`] | Prometheus metrics under Triton's names |
-//! | process | [`server`] | listeners, graceful shutdown on Ctrl-C / SIGTERM |
-//! | | [`auth`] | API keys (`Authorization: Bearer`) around every HTTP route and gRPC method |
-//! | | [`tls`], [`cors`] | TLS (rustls) for HTTP and gRPC, mTLS; CORS for browsers |
-//! | | [`connections`] | connection caps, header / idle / body timeouts, gRPC streams and keepalive |
-//! | | [`request_span`] | one `tracing` span per HTTP and gRPC request, with its `x-request-id` |
-//! | | [`traceparent`] | W3C Trace Context's `traceparent` header, parsed strictly |
+//! | | `loader` | a version folder opened through trt-nlp (model folder, backend for the platform, tokenizer) |
+//! | | `placement` | `instance_group` on the GPUs: device instances, checked against the GPUs there are |
+//! | | `metrics` | Prometheus metrics under Triton's names |
+//! | process | `server` | listeners, graceful shutdown on Ctrl-C / SIGTERM |
+//! | | `auth` | API keys (`Authorization: Bearer`) around every HTTP route and gRPC method |
+//! | | `tls`, `cors` | TLS (rustls) for HTTP and gRPC, mTLS; CORS for browsers |
+//! | | `connections` | connection caps, header / idle / body timeouts, gRPC streams and keepalive |
+//! | | `request_span` | one `tracing` span per HTTP and gRPC request, with its `x-request-id` |
+//! | | `traceparent` | W3C Trace Context's `traceparent` header, parsed strictly |
 //!
 //! Dependencies point down the table; the backends (TensorRT, ONNX Runtime)
 //! are reached only through trt-nlp's `Backend` trait.
+//!
+//! The public face is what an embedder of the server needs: [`run`] with its
+//! [`ServeOptions`] (ports, [`Limits`], transport bounds, access, model control,
+//! TLS, the [`NlpLoader`]), the [`config`] types, and [`ServeError`]. Every
+//! module above other than `config` is crate-private; the workspace's
+//! integration tests and fuzz targets reach them through the hidden
+//! `test_support` module, which is no API.
 #![warn(missing_docs)]
 
-pub mod api_model;
-pub mod api_request;
-pub mod auth;
+mod api_model;
+mod api_request;
+mod auth;
 pub mod config;
-pub mod connections;
-pub mod cors;
-pub mod dispatch;
-pub mod error;
-pub mod gpu_metrics;
-pub mod grpc;
+mod connections;
+mod cors;
+mod dispatch;
+mod error;
+mod gpu_metrics;
+mod grpc;
 mod grpc_health;
-pub mod http;
-pub mod kserve;
-pub mod limits;
-pub mod loader;
-pub mod metrics;
-pub mod model_control;
-pub mod openai;
-pub mod placement;
-pub mod repository;
+mod http;
+mod kserve;
+mod limits;
+mod loader;
+mod metrics;
+mod model_control;
+mod openai;
+mod placement;
+mod repository;
 mod repository_sync;
-pub mod request_span;
-pub mod server;
-pub mod service;
-pub mod single_model;
-pub mod tei;
-pub mod tensor_dispatch;
+mod request_span;
+mod server;
+mod service;
+mod single_model;
+mod tei;
+mod tensor_dispatch;
 mod tensor_infer;
-pub mod tensor_model;
+mod tensor_model;
 mod tensor_padding;
-pub mod text_model;
-pub mod tls;
-pub mod traceparent;
-pub mod vectors;
+mod text_model;
+mod tls;
+mod traceparent;
+mod vectors;
 
+pub use auth::{Access, ApiKey};
+pub use connections::Transport;
 pub use error::{ServeError, ServeResult};
+pub use limits::Limits;
+pub use loader::NlpLoader;
+pub use model_control::{Mode, ModelControl};
+pub use server::{run, shutdown_signal, Bound, Ports, ServeOptions};
+pub use single_model::SingleModel;
+pub use tls::TlsFiles;
+
+/// The crate's insides for the workspace's integration tests (`tests/`, built by
+/// several packages) and fuzz targets (`fuzz/`). Not an API: hidden from the
+/// docs and free to change in any release. Each module here re-exports the
+/// public items of the crate-private module of the same name.
+///
+/// A hidden module rather than a `testing` feature: the tests live in other
+/// packages (trt-cli's and trt-serve's `[[test]]`s, the fuzz workspace), and a
+/// feature they enabled would be unified into every build of the workspace, so
+/// the crate's surface would differ between `cargo build` and `cargo test`.
+#[doc(hidden)]
+pub mod test_support {
+    #![allow(missing_docs)]
+    pub mod api_request {
+        pub use crate::api_request::*;
+    }
+    pub mod dispatch {
+        pub use crate::dispatch::*;
+    }
+    pub mod grpc {
+        pub use crate::grpc::*;
+    }
+    pub mod http {
+        pub use crate::http::*;
+    }
+    pub mod kserve {
+        pub use crate::kserve::*;
+    }
+    pub mod metrics {
+        pub use crate::metrics::*;
+    }
+    pub mod openai {
+        pub use crate::openai::*;
+    }
+    pub mod placement {
+        pub use crate::placement::*;
+    }
+    pub mod repository {
+        pub use crate::repository::*;
+    }
+    pub mod request_span {
+        pub use crate::request_span::*;
+    }
+    pub mod service {
+        pub use crate::service::*;
+    }
+    pub mod tei {
+        pub use crate::tei::*;
+    }
+    pub mod tensor_model {
+        pub use crate::tensor_model::*;
+    }
+    pub mod text_model {
+        pub use crate::text_model::*;
+    }
+    pub mod traceparent {
+        pub use crate::traceparent::*;
+    }
+}
 
 /// Entry points of the fuzz targets in `fuzz/` for what is crate-private here
 /// (cargo-fuzz builds with `--cfg fuzzing`); not an API.

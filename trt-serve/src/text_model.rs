@@ -35,7 +35,7 @@ pub fn text_input(config: &ModelConfig) -> ServeResult<&str> {
     }
 }
 
-/// Whether `config` describes a text model (else a tensor model: [`crate::tensor_model`]).
+/// Whether `config` describes a text model (else a tensor model: `tensor_model`).
 pub fn is_text_model(config: &ModelConfig) -> bool {
     text_input(config).is_ok()
 }

@@ -15,9 +15,9 @@ use std::sync::{Arc, OnceLock};
 use trt_nlp::tensor::{Tensor, TensorBackend, TensorSpec};
 use trt_nlp::ElementType;
 use trt_serve::config::ModelConfig;
-use trt_serve::tensor_model::{datatype_of, TensorModel};
-use trt_serve::kserve::{classification, element_count, Elements, InferRequest, OutputData};
-use trt_serve::limits::Limits;
+use trt_serve::test_support::kserve::{classification, element_count, Elements, InferRequest, OutputData};
+use trt_serve::test_support::tensor_model::{datatype_of, TensorModel};
+use trt_serve::Limits;
 use trt_serve::ServeError;
 
 /// The config of the model the requests are sent to.
@@ -147,7 +147,7 @@ pub fn check_request(r: InferRequest, limits: &Limits) {
 
 /// The tensor model's check: accepted tensors are exactly the declared
 /// inputs, INT64, `[rows, seq]` with rows in 1..=8 shared by all, values as sent.
-fn check_tensors(inputs: Vec<trt_serve::kserve::InputTensor>) {
+fn check_tensors(inputs: Vec<trt_serve::test_support::kserve::InputTensor>) {
     let model = tensor_model();
     let sent: Vec<(String, Vec<usize>, Vec<u8>)> = inputs
         .iter()

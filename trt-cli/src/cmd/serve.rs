@@ -11,14 +11,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use trt_serve::auth::{Access, ApiKey};
-use trt_serve::connections::Transport;
-use trt_serve::limits::Limits;
-use trt_serve::loader::NlpLoader;
-use trt_serve::model_control::{Mode, ModelControl};
-use trt_serve::server::{Ports, ServeOptions};
-use trt_serve::single_model::SingleModel;
-use trt_serve::tls::TlsFiles;
+use trt_serve::{Access, ApiKey, Limits, Mode, ModelControl, NlpLoader, Ports, ServeOptions, SingleModel, TlsFiles, Transport};
 
 use crate::error::{CliError, Result};
 
@@ -295,7 +288,7 @@ pub fn run(a: Args) -> Result<()> {
     };
     let options =
         ServeOptions { repository, ports, limits, transport, access, control, tls, cors_allow_origin: a.cors_allow_origin, loader };
-    trt_serve::server::run(options, |bound| {
+    trt_serve::run(options, |bound| {
         println!("trt serve: http={} grpc={} metrics={}", bound.http, bound.grpc, bound.metrics);
         let _ = std::io::stdout().flush();
     })

@@ -8,10 +8,10 @@
 //! | `name` | must match the folder when given |
 //! | `platform` / `backend` | `tensorrt_plan` / `tensorrt`, `onnxruntime_onnx` / `onnxruntime`: picks the backend and the file (`model.plan`, `model.onnx`) |
 //! | `max_batch_size` | largest batch the scheduler cuts (0: one request's rows at a time) |
-//! | `input` | `{ name: "text" data_type: TYPE_STRING dims: [ 1 ] }` makes a text model; any other inputs (or none listed: read from the model) a tensor model ([`crate::tensor_model`]) |
+//! | `input` | `{ name: "text" data_type: TYPE_STRING dims: [ 1 ] }` makes a text model; any other inputs (or none listed: read from the model) a tensor model (`tensor_model`) |
 //! | `output` | the engine's outputs to expose, plus `embedding` (pooled, L2-normalised) for text models; none listed: a tensor model's every output |
 //! | `dynamic_batching` | `preferred_batch_size`, `max_queue_delay_microseconds`, `priority_levels`, `default_priority_level`, `default_queue_policy` |
-//! | `instance_group` | `count` instances (batches that run at once) per group, and on `KIND_GPU` per GPU of `gpus` (every visible GPU where none is listed, as Triton does; see [`placement`](crate::placement)); `kind` (`KIND_AUTO`, `KIND_CPU`, `KIND_GPU`) |
+//! | `instance_group` | `count` instances (batches that run at once) per group, and on `KIND_GPU` per GPU of `gpus` (every visible GPU where none is listed, as Triton does; see `placement`); `kind` (`KIND_AUTO`, `KIND_CPU`, `KIND_GPU`) |
 //! | `version_policy` | `latest { num_versions }`, `all { }`, `specific { versions }` |
 //! | `optimization` | `cuda { graphs, graph_spec [ { batch_size } ] }`: CUDA graphs for ONNX Runtime on a GPU, batches up to the largest listed size (else `max_batch_size`) |
 //! | `parameters` | `{ key: "..." value { string_value: "..." } }` entries, kept in order; trt serve reads `pad.<input>` and `unpad.<output>` on tensor models (module `tensor_padding`), other keys are kept (shown by the config endpoints) with a warning |
@@ -204,7 +204,7 @@ pub struct ModelConfig {
     pub dynamic_batching: Option<DynamicBatching>,
     /// Sum of the `instance_group` counts (1 by default): the batches that
     /// may run at once off the GPU; on `KIND_GPU` each count is per GPU
-    /// ([`placement`](crate::placement)).
+    /// (`placement`).
     pub instance_count: usize,
     /// Where the instances run (`instance_group.kind`; every group must agree).
     pub instance_kind: InstanceKind,
