@@ -16,14 +16,13 @@
 
 use std::path::PathBuf;
 
-use trt_nlp::backend::is_plan;
+use trt_nlp::backend::{is_plan, BackendChoice};
 use trt_nlp::ModelFolder;
 use trt_onnx::runtime::Provider;
 
 pub use super::bench_args::Args;
 use super::bench_args::Measured;
 use super::bench_report::{compare, Report};
-use super::nlp::BackendArg;
 use crate::error::{CliError, Result};
 use crate::output::emit;
 
@@ -34,7 +33,7 @@ fn model_file(args: &Args) -> Result<PathBuf> {
         return Ok(args.model.clone());
     }
     let onnx = args.model.join("model.onnx");
-    if args.backend == BackendArg::Onnxruntime && onnx.is_file() {
+    if args.backend == BackendChoice::OnnxRuntime && onnx.is_file() {
         return Ok(onnx);
     }
     Ok(ModelFolder::open(&args.model)?.model)
@@ -45,10 +44,11 @@ pub fn run(args: Args) -> Result<()> {
     let baseline = args.compare.as_deref().map(Report::read).transpose()?;
     let model = model_file(&args)?;
     let plan = match args.backend {
-        BackendArg::Onnxruntime => false,
+        BackendChoice::Auto => is_plan(&model),
         #[cfg(feature = "tensorrt")]
-        BackendArg::Tensorrt => true,
-        BackendArg::Auto => is_plan(&model),
+        BackendChoice::TensorRt => true,
+        // ONNX Runtime (the enum is non-exhaustive).
+        _ => false,
     };
     let measured = match (plan, is_plan(&model)) {
         (true, true) => plan_path(&args, &model)?,

@@ -3,11 +3,11 @@
 
 use std::path::PathBuf;
 
+use trt_nlp::backend::BackendChoice;
 use trt_nlp::InputRole;
 use trt_onnx::runtime::Provider;
 
 use super::bench_report::Report;
-use super::nlp::BackendArg;
 
 /// Arguments of `trt bench`.
 #[derive(Debug, clap::Args)]
@@ -18,8 +18,8 @@ pub struct Args {
     pub model: PathBuf,
 
     /// Which executor runs the model: `auto` benches a plan on TensorRT and an ONNX model on ONNX Runtime.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    pub backend: BackendArg,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
 
     /// Where it runs: `cpu` (ONNX Runtime only) or `cuda:N` [default: cuda:0 for plans, cpu for ONNX].
     #[arg(long, value_name = "cpu|cuda:N", value_parser = parse_device)]

@@ -18,30 +18,6 @@ use crate::cmd::tokenize::for_each_chunk;
 use crate::error::{CliError, Result};
 use crate::output::emit;
 
-/// Which executor runs the model (`--backend`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum BackendArg {
-    /// TensorRT where a GPU it can execute on is present, else ONNX Runtime.
-    #[default]
-    Auto,
-    /// TensorRT only (plans, or ONNX built into a plan through the engine cache).
-    #[cfg(feature = "tensorrt")]
-    Tensorrt,
-    /// ONNX Runtime only (ONNX files).
-    Onnxruntime,
-}
-
-impl From<BackendArg> for BackendChoice {
-    fn from(b: BackendArg) -> Self {
-        match b {
-            BackendArg::Auto => BackendChoice::Auto,
-            #[cfg(feature = "tensorrt")]
-            BackendArg::Tensorrt => BackendChoice::TensorRt,
-            BackendArg::Onnxruntime => BackendChoice::OnnxRuntime,
-        }
-    }
-}
-
 /// What classify and embed share: the model, where its files are, the backend.
 #[derive(Debug, clap::Args)]
 pub struct ModelArgs {
@@ -53,8 +29,8 @@ pub struct ModelArgs {
     pub tokenizer: Option<PathBuf>,
 
     /// Which executor runs the model.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    pub backend: BackendArg,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
 
     /// Batches that run at once (TensorRT contexts / ONNX Runtime sessions).
     #[arg(long, default_value_t = 1)]
@@ -119,7 +95,7 @@ pub fn classification_json(text: &str, c: &Classification) -> serde_json::Value 
 /// `trt classify`.
 pub fn classify(args: ClassifyArgs) -> Result<()> {
     let folder = folder(&args.model, args.labels.as_deref())?;
-    let backend = backend(&folder, args.model.backend.into(), args.model.instances)?;
+    let backend = backend(&folder, args.model.backend, args.model.instances)?;
     let classifier = Classifier::new(backend, &folder.tokenizer, folder.labels.clone(), &HelperOptions::default())?;
     let k = args.top.max(1);
     for_each_chunk(&args.model.texts, |chunk| {
@@ -141,7 +117,7 @@ pub fn classify(args: ClassifyArgs) -> Result<()> {
 /// `trt embed`.
 pub fn embed(args: EmbedArgs) -> Result<()> {
     let folder = folder(&args.model, None)?;
-    let backend = backend(&folder, args.model.backend.into(), args.model.instances)?;
+    let backend = backend(&folder, args.model.backend, args.model.instances)?;
     let embedder = Embedder::new(backend, &folder.tokenizer, folder.pooling, folder.normalize, &HelperOptions::default())?;
     for_each_chunk(&args.model.texts, |chunk| {
         let rows = embedder.embed(chunk)?;

@@ -26,19 +26,25 @@ use super::tensorrt::TensorRtBackend;
 use super::Backend;
 use crate::{Error, Result};
 
-/// Which executor to use.
+/// Which executor to use. With the `clap` feature it is a `clap::ValueEnum`
+/// (`auto`, `tensorrt` or `trt`, `onnxruntime` or `ort`, as [`FromStr`](std::str::FromStr)
+/// reads it), the variants' docs its help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[non_exhaustive]
 pub enum BackendChoice {
-    /// TensorRT where it can run here, else ONNX Runtime (each where its
-    /// feature is on).
+    /// TensorRT where a GPU it can execute on is present, else ONNX Runtime
+    /// (each where this build has it).
     #[default]
     Auto,
-    /// TensorRT only (the `tensorrt` feature).
+    /// TensorRT only: plans, or ONNX built into a plan through the engine
+    /// cache (the `tensorrt` feature).
     #[cfg(feature = "tensorrt")]
+    #[cfg_attr(feature = "clap", value(name = "tensorrt", alias = "trt"))]
     TensorRt,
-    /// ONNX Runtime only (the `onnxruntime` feature).
+    /// ONNX Runtime only: ONNX files (the `onnxruntime` feature).
     #[cfg(feature = "onnxruntime")]
+    #[cfg_attr(feature = "clap", value(name = "onnxruntime", alias = "ort"))]
     OnnxRuntime,
 }
 
