@@ -221,35 +221,69 @@ fn fixed_json(datatype: DataType, raw: &[u8]) -> Value {
     })
 }
 
+/// One output of a response, as KServe v2's JSON writes it (keys in the
+/// order serde_json's map writes them, alphabetical).
+#[derive(serde::Serialize)]
+struct OutputJson<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<DataJson<'a>>,
+    datatype: &'a str,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parameters: Option<BinarySize>,
+    shape: &'a [usize],
+}
+
+#[derive(serde::Serialize)]
+struct BinarySize {
+    binary_data_size: usize,
+}
+
+/// An output's elements. FP32 is written from the f32 values themselves:
+/// each in its shortest f32 form (`0.1`, not the widened `0.10000000149011612`),
+/// a NaN or infinity as null, with no JSON value built per element.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum DataJson<'a> {
+    Fp32(&'a [f32]),
+    Strings(Vec<std::borrow::Cow<'a, str>>),
+    Other(Value),
+}
+
+#[derive(serde::Serialize)]
+struct ResponseJson<'a> {
+    #[serde(skip_serializing_if = "str::is_empty")]
+    id: &'a str,
+    model_name: &'a str,
+    model_version: &'a str,
+    outputs: Vec<OutputJson<'a>>,
+}
+
 /// Encodes a response: the body, and the JSON part's length when binary data follows it.
 pub fn encode_response(response: &InferResponse) -> (Vec<u8>, Option<usize>) {
     let mut binary = Vec::new();
-    let outputs: Vec<Value> = response
+    let outputs: Vec<OutputJson<'_>> = response
         .outputs
         .iter()
         .map(|o| {
-            let mut t = json!({ "name": o.name, "datatype": o.data.datatype().as_str(), "shape": o.shape });
-            if o.binary {
+            let (data, parameters) = if o.binary {
                 let raw = o.data.to_raw();
-                t["parameters"] = json!({ "binary_data_size": raw.len() });
+                let size = BinarySize { binary_data_size: raw.len() };
                 binary.extend_from_slice(&raw);
+                (None, Some(size))
             } else {
-                t["data"] = match &o.data {
-                    OutputData::Fp32(v) => json!(v),
-                    OutputData::Bytes(v) => {
-                        Value::Array(v.iter().map(|b| Value::String(String::from_utf8_lossy(b).into_owned())).collect())
-                    }
-                    OutputData::Fixed { datatype, raw } => fixed_json(*datatype, raw),
+                let data = match &o.data {
+                    OutputData::Fp32(v) => DataJson::Fp32(v),
+                    OutputData::Bytes(v) => DataJson::Strings(v.iter().map(|b| String::from_utf8_lossy(b)).collect()),
+                    OutputData::Fixed { datatype, raw } => DataJson::Other(fixed_json(*datatype, raw)),
                 };
-            }
-            t
+                (Some(data), None)
+            };
+            OutputJson { data, datatype: o.data.datatype().as_str(), name: &o.name, parameters, shape: &o.shape }
         })
         .collect();
-    let mut head = json!({ "model_name": response.model_name, "model_version": response.model_version, "outputs": outputs });
-    if !response.id.is_empty() {
-        head["id"] = json!(response.id);
-    }
-    let mut body = serde_json::to_vec(&head).expect("a JSON value serializes");
+    let head = ResponseJson { id: &response.id, model_name: &response.model_name, model_version: &response.model_version, outputs };
+    let mut body = serde_json::to_vec(&head).expect("a response serializes");
     if binary.is_empty() {
         (body, None)
     } else {
@@ -325,6 +359,32 @@ mod tests {
         assert_eq!(head["outputs"][0]["parameters"]["binary_data_size"], 8);
         assert_eq!(head["outputs"][1]["data"], json!(["x"]));
         assert_eq!(&body[n..], [1.0f32.to_le_bytes(), 2.0f32.to_le_bytes()].concat());
+    }
+
+    #[test]
+    fn fp32_outputs_are_written_in_their_shortest_f32_form_and_non_finite_ones_as_null() {
+        let response = InferResponse {
+            model_name: "m".into(),
+            model_version: "1".into(),
+            id: "r7".into(),
+            outputs: vec![OutputTensor {
+                name: "e".into(),
+                shape: vec![1, 4],
+                data: OutputData::Fp32(vec![0.1, -2.5e-8, f32::NAN, f32::INFINITY]),
+                binary: false,
+            }],
+        };
+        let (body, n) = encode_response(&response);
+        assert_eq!(n, None);
+        let text = String::from_utf8(body).unwrap();
+        assert!(text.contains(r#""data":[0.1,-2.5e-8,null,null]"#), "{text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!((v["id"].as_str(), v["model_name"].as_str(), v["model_version"].as_str()), (Some("r7"), Some("m"), Some("1")));
+        assert_eq!(v["outputs"][0]["shape"], json!([1, 4]));
+        assert_eq!(v["outputs"][0]["datatype"], "FP32");
+        assert!(v["outputs"][0].get("parameters").is_none());
+        // Every value reads back as the f32 it was.
+        assert_eq!(v["outputs"][0]["data"][0].as_f64().map(|x| x as f32), Some(0.1f32));
     }
 
     #[test]
