@@ -30,6 +30,7 @@
 //! captured graph, and the process's resident host memory.
 //!
 //! Env: `EMBED_CUDA_TEXTS` (20000), `EMBED_CUDA_BATCH` (32),
+//! `EMBED_CUDA_HOST_POOLING` (1: pool on the host instead of inside the graph),
 //! `EMBED_CUDA_SESSIONS` (2: a pass with that many sessions at once, graphs
 //! on; the ratios take the fastest Rust pass), `EMBED_CUDA_REPEATS` (3), `EMBED_CUDA_SINGLE` (500), `BENCH_PYTHON`
 //! (python3). Ratios print as `ratio_*: X.XX` (above 1: faster than the peer).
@@ -40,7 +41,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ndarray::Array2;
-use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions, Provider};
+use trt_nlp::backend::onnxruntime::{GraphPooling, OrtBackend, OrtBackendOptions, Provider};
 use trt_nlp::{Embedder, HelperOptions, Pooling, TokenizerPipeline};
 
 #[path = "../tests/common/deps.rs"]
@@ -128,7 +129,20 @@ fn main() {
     // Rust, batches.
     let rss0 = host_rss_mib();
     let free0 = device.free_memory().expect("free memory") as f64;
-    let options = OrtBackendOptions { provider: Provider::Cuda { device: 0 }, max_batch: batch, max_seq: MAX_LEN, ..Default::default() };
+    // Pooling inside the graph, as a model folder sets it: one [batch, 384] download a batch.
+    let graph_pooling = (std::env::var("EMBED_CUDA_HOST_POOLING").as_deref() != Ok("1")).then_some(GraphPooling {
+        pooling: Pooling::Mean,
+        normalize: true,
+        on_cpu: false,
+    });
+    let options = OrtBackendOptions {
+        provider: Provider::Cuda { device: 0 },
+        max_batch: batch,
+        max_seq: MAX_LEN,
+        graph_pooling,
+        ..Default::default()
+    };
+    println!("rust   pooling: {}", if graph_pooling.is_some() { "inside the graph (on the GPU)" } else { "on the host" });
     let backend = Arc::new(OrtBackend::new(&model, &options).expect("ONNX Runtime session on CUDA"));
     let free1 = device.free_memory().expect("free memory") as f64;
     let embedder = Embedder::new(backend, &tokenizer, Pooling::Mean, true, &HelperOptions::default()).expect("embedder");
