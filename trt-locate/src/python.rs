@@ -15,7 +15,7 @@ pub(crate) const SYSTEM_PREFIXES: [&str; 3] = ["/usr/local", "/usr", "/opt/conda
 /// them: `PYTHONPATH`'s entries, then `lib/python3*/{site,dist}-packages` of
 /// the active virtualenv (`VIRTUAL_ENV`), of conda (`CONDA_PREFIX`), of the
 /// setup folder's venv (`$TRT_DEPS_DIR/venv`), of the user's `~/.local`, then
-/// of [`SYSTEM_PREFIXES`].
+/// of the system prefixes (`/usr/local`, `/usr`, `/opt/conda`).
 pub fn site_packages(env: &dyn Env) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     if let Some(pp) = get(env, "PYTHONPATH") {
