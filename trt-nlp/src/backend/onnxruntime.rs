@@ -372,22 +372,23 @@ impl Backend for OrtBackend {
     }
 
     fn run_reading(&self, wanted: &[bool], fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {
-        let mut slot = self.pool.checkout();
-        match &mut *slot {
-            Slot::Cuda(c) => c.run(&self.layout, Some(wanted), fill, read),
-            // Host outputs are read in place: nothing to save.
-            Slot::Host(_) => {
-                drop(slot);
-                self.run(fill, read)
-            }
-        }
+        self.run_on_a_session(Some(wanted), fill, read)
     }
 
     fn run(&self, fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {
+        self.run_on_a_session(None, fill, read)
+    }
+}
+
+impl OrtBackend {
+    /// One batch on a free session; on CUDA only the outputs `wanted` marks
+    /// are downloaded (all: `None`). Host outputs are read in place, so there
+    /// `wanted` saves nothing and every output is there.
+    fn run_on_a_session(&self, wanted: Option<&[bool]>, fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {
         let mut slot = self.pool.checkout();
         let HostSlot { session, inputs } = match &mut *slot {
             Slot::Host(h) => h,
-            Slot::Cuda(c) => return c.run(&self.layout, None, fill, read),
+            Slot::Cuda(c) => return c.run(&self.layout, wanted, fill, read),
         };
         let layout = {
             let mut batch = EncodedBatch::new();
