@@ -115,11 +115,13 @@ case "${1:?step 1, 2, 3, 4 or 5}" in
     env SERVE_BENCH_INSTANCES=$1 SERVE_BENCH_MAX_BATCH=$2 SERVE_BENCH_GRAPHS=$3 "${extra%%=*}=${extra#*=}" \
       timeout 170 "$W/bin/serve_load" > "$log" 2> "$log.stderr" &
     load=$!
-    # The direct model's levels come first; the batched model's start after them.
+    # The direct model's levels come first; the batched model's first level
+    # starts once the last of them has printed its line.
     pid=""
     for _ in $(seq 1 100); do pid=$(pgrep -f "$W/bin/trt serve" | head -n 1); [ -n "$pid" ] && break; sleep 0.2; done
     [ -n "$pid" ] || { echo "no trt serve process"; wait $load; continue; }
-    while ! grep -q "^direct .*c=" "$log" 2>/dev/null; do kill -0 $load 2>/dev/null || break; sleep 0.2; done
+    levels=$(echo "$SERVE_BENCH_CONCURRENCY" | tr ',' '\n' | grep -c .)
+    while [ "$(grep -c "^direct .*c=" "$log" 2>/dev/null)" -lt "$levels" ]; do kill -0 $load 2>/dev/null || break; sleep 0.2; done
     sleep $((SERVE_BENCH_WARMUP_SECS + 2))
     nvidia-smi --query-gpu=timestamp,utilization.gpu,utilization.memory,memory.used --format=csv -lms 200 > "$OUT/profile_${tag}_gpu.csv" 2>&1 &
     smi=$!
