@@ -13,7 +13,8 @@
 //! level), `SERVE_BENCH_SECONDS` (15 per level), `SERVE_BENCH_THREADS` (ONNX
 //! Runtime intra-op threads per session; 0: one per core),
 //! `SERVE_BENCH_INSTANCES` (sessions per model, 1), `SERVE_BENCH_MAX_BATCH` (32),
-//! `SERVE_BENCH_DELAY_US` (dynamic batching's max_queue_delay, 1000).
+//! `SERVE_BENCH_DELAY_US` (dynamic batching's max_queue_delay, 1000),
+//! `SERVE_BENCH_MODELS` (`batched` or `direct`: measure one model only).
 //!
 //! On a GPU: `SERVE_BENCH_KIND=KIND_GPU` puts both models' instances on
 //! GPU `SERVE_BENCH_GPU` (0) (`instance_group { kind gpus }`), and
@@ -98,6 +99,19 @@ fn print_metrics(text: &str) {
             println!("batched_mean_{phase}_us_per_request: {:.1}", get(&format!("nv_inference_{phase}_duration_us")) / requests);
         }
         println!("batched_mean_compute_infer_us_per_exec: {:.1}", get("trt_serve_instance_compute_infer_duration_us") / execs);
+    }
+}
+
+/// The models whose levels are measured: both (default), or the one
+/// `SERVE_BENCH_MODELS` names (`batched` or `direct`), e.g. where the other's
+/// levels would only take time; a peer or TEI comparison needs both.
+fn measured_models(comparing: bool) -> Vec<&'static str> {
+    match std::env::var("SERVE_BENCH_MODELS").as_deref() {
+        Err(_) | Ok("") | Ok("direct,batched") => vec!["direct", "batched"],
+        Ok(_) if comparing => panic!("SERVE_BENCH_MODELS: a peer or TEI comparison measures both models"),
+        Ok("batched") => vec!["batched"],
+        Ok("direct") => vec!["direct"],
+        Ok(other) => panic!("SERVE_BENCH_MODELS: {other:?} is not batched, direct or direct,batched"),
     }
 }
 
@@ -207,7 +221,7 @@ fn main() {
     );
     println!("serve_load: config: {}", group.replace('\n', " "));
     let mut results = std::collections::BTreeMap::new();
-    for model in ["direct", "batched"] {
+    for model in measured_models(peer.is_some() || tei_binary.is_some()) {
         let path = format!("/v2/models/{model}/infer");
         // Warm-up outside the measurement.
         load(&server.http, &path, &bodies, 4, 64, Duration::from_secs(30));
@@ -219,8 +233,9 @@ fn main() {
         }
     }
     for &c in &levels {
-        let (d, b) = (&results[&("direct", c)], &results[&("batched", c)]);
-        println!("ratio_batched_vs_direct_c{c}: {:.2}", b.rps / d.rps.max(1e-9));
+        if let (Some(d), Some(b)) = (results.get(&("direct", c)), results.get(&("batched", c))) {
+            println!("ratio_batched_vs_direct_c{c}: {:.2}", b.rps / d.rps.max(1e-9));
+        }
     }
     if batch_texts > 0 {
         // K texts per request, the embeddings back as raw little-endian f32.

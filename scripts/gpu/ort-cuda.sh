@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# ONNX Runtime on CUDA on the GPU test host, in four calls made back to back
-# (the host's /tmp lasts only while it stays warm): `ort-cuda.sh 1|2|3|4`,
+# ONNX Runtime on CUDA on the GPU test host, in calls made back to back
+# (the host's /tmp lasts only while it stays warm): `ort-cuda.sh 0|1|2|3|4|5`,
 # each call carrying `.gpu/c<N>` (64 MiB a call with the working tree;
-# `scripts/gpu/pack.sh` fills the binaries in).
+# `scripts/gpu/make-carry.sh` makes the data, `scripts/gpu/pack.sh` the
+# binaries).
 #
-#   1 (.gpu/c1: ort-a, minilm-f16): records the GPU, builds the default model
+#   0 (.gpu/c0: ort-a): keeps the first part of ONNX Runtime in /tmp.
+#   1 (.gpu/c1: minilm-f16): records the GPU, builds the default model
 #     (FP32 and FP16, from the FP16-stored weights: the FP32 file does not fit
 #     a call) and keeps the weights for PyTorch.
 #   2 (.gpu/c2: ort-b, bins with the CUDA tests): reassembles ONNX Runtime
@@ -26,7 +28,8 @@
 # ort-a + ort-b is a tar.xz of the PyPI onnxruntime-gpu 1.31.1 wheel's
 # `onnxruntime` package without the TensorRT provider library; its CUDA
 # provider library has the cubins of GPUs other than sm_90 zeroed (the H200
-# loads only the sm_90 ones) so that it compresses to two transfers.
+# loads only the sm_90 ones) so that it compresses to two transfers; its
+# SHA-256 travels in .gpu/c2/ort.sha256 (make-carry.sh writes both).
 # Logs under $OUT. The script runs from scripts/gpu/ or from a copy in .gpu/.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,7 +37,6 @@ case "$HERE" in */.gpu) ROOT=$(dirname "$HERE") ;; *) ROOT=$(cd "$HERE/../.." &&
 cd "$ROOT"
 : "${OUT:?set OUT to the folder the logs go to}"
 source "$ROOT/scripts/gpu/lib.sh"
-ORT_SHA256=239e9e6ff745be51883653641e997b1f90f4ed2cf5690073c001a654a22a9c0d
 RTX_SHA256=92c2b413c631fca28c73cb521e2742a4b5276cdc7e94e3a5b0de02746a4a3eb9
 W=/tmp/trt-ort-cuda
 DEPS=$W/deps
@@ -48,9 +50,11 @@ export PYTHONUNBUFFERED=1
 export RUST_LOG=${RUST_LOG:-info}
 export BENCH_PYTHON=python3
 
-case "${1:?step 1, 2, 3, 4 or 5}" in
+case "${1:?step 0, 1, 2, 3, 4 or 5}" in
+0)
+  cp .gpu/c0/ort-a "$W/ort-a" && ls -la "$W/ort-a"
+  ;;
 1)
-  cp .gpu/c1/ort-a "$W/ort-a"
   rm -rf "$W/weights" && cp -r .gpu/c1/minilm-f16 "$W/weights"
   { date -u +%FT%TZ; nproc; free -g; nvidia-smi; python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
     for t in perf nsys gdb py-spy curl; do echo "$t: $(command -v $t || echo 'not found')"; done; ls /usr/local/cuda/bin; } > "$OUT/host.txt" 2>&1
@@ -58,15 +62,15 @@ case "${1:?step 1, 2, 3, 4 or 5}" in
   ls -la "$DEPS/models/minilm" | tee "$OUT/model.txt"
   ;;
 2)
-  [ -f "$W/ort-a" ] || { echo "ort-cuda.sh 2: $W/ort-a is missing (call 1 first, on the same warm machine)" >&2; exit 1; }
+  [ -f "$W/ort-a" ] || { echo "ort-cuda.sh 2: $W/ort-a is missing (call 0 first, on the same warm machine)" >&2; exit 1; }
   # SKIP_TESTS=1: only reassemble ONNX Runtime (the tests then run in no call).
   cat "$W/ort-a" .gpu/c2/ort-b > "$W/ort.tar.xz"
-  echo "$ORT_SHA256  $W/ort.tar.xz" | sha256sum -c || exit 1
+  (cd "$W" && sha256sum -c "$ROOT/.gpu/c2/ort.sha256") || exit 1
   mkdir -p "$SITE"
   python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$W/ort.tar.xz" "$SITE" || exit 1
   python3 -c 'import onnxruntime as o; print(o.__version__, o.__file__, o.get_available_providers())' | tee "$OUT/python_ort.txt"
-  unpack .gpu/c2/bins "$W/bin" onnx_cuda nlp_cuda serve_gpu || exit 1
   [ "${SKIP_TESTS:-0}" = 1 ] && { echo "tests skipped (SKIP_TESTS=1)"; exit 0; }
+  unpack .gpu/c2/bins "$W/bin" onnx_cuda nlp_cuda serve_gpu || exit 1
   {
     echo "# $(date -u +%FT%TZ) ORT_DYLIB_PATH=$ORT_DYLIB_PATH"
     "$W/bin/onnx_cuda" --include-ignored --nocapture --test-threads 1
@@ -82,14 +86,18 @@ case "${1:?step 1, 2, 3, 4 or 5}" in
   # the server's own /metrics (NVML's nv_gpu_* lines among them) and, where
   # the host has perf, a call-graph profile of the server (trt is packed with
   # its symbol table for that).
-  [ -x "$W/bin/nlp_cuda" ] || { echo "ort-cuda.sh 5: call 2 first, on the same warm machine" >&2; exit 1; }
+  [ -f "$ORT_DYLIB_PATH" ] || { echo "ort-cuda.sh 5: call 2 first, on the same warm machine" >&2; exit 1; }
   unpack .gpu/c4/bins "$W/bin" trt serve_load || exit 1
+  # Another load generator build to set beside it (a layout's BIN=serve_load_old).
+  [ -f .gpu/c4/bins/serve_load_old.xz ] && unpack .gpu/c4/bins "$W/bin" serve_load_old
   M16=$W/minilm16
   mkdir -p "$M16"
   ln -sf "$DEPS/models/minilm/model_fp16.onnx" "$M16/model.onnx"
   for f in tokenizer.json config.json; do ln -sf "$DEPS/models/minilm/$f" "$M16/$f"; done
   export SERVE_BENCH_TRT=$W/bin/trt SERVE_BENCH_MODEL_DIR=$M16 SERVE_BENCH_KIND=KIND_GPU
   export SERVE_BENCH_CONCURRENCY=${SERVE_BENCH_CONCURRENCY:-512} SERVE_BENCH_REQUESTS=${SERVE_BENCH_REQUESTS:-2000000}
+  # The direct model's levels only take time here (one run at a time per session).
+  export SERVE_BENCH_MODELS=${SERVE_BENCH_MODELS:-batched}
   export SERVE_BENCH_SECONDS=${SERVE_BENCH_SECONDS:-10} SERVE_BENCH_THREADS=1 SERVE_BENCH_WARMUP_SECS=${SERVE_BENCH_WARMUP_SECS:-2}
   # trt bench on CUDA: JSON reports, and --compare of one against another
   # (exit 3 past --max-regression: graphs off judged against graphs on fails).
@@ -112,16 +120,22 @@ case "${1:?step 1, 2, 3, 4 or 5}" in
     log="$OUT/profile_$tag.log"
     extra=${4:-SERVE_BENCH_NOTE=}
     extra=${extra//\~/ }
+    # BIN=NAME: this layout's load comes from $W/bin/NAME.
+    bin=serve_load
+    case $extra in BIN=*) bin=${extra#BIN=}; tag="${tag}_$bin"; log="$OUT/profile_$tag.log"; extra=SERVE_BENCH_NOTE= ;; esac
     env SERVE_BENCH_INSTANCES=$1 SERVE_BENCH_MAX_BATCH=$2 SERVE_BENCH_GRAPHS=$3 "${extra%%=*}=${extra#*=}" \
-      timeout 170 "$W/bin/serve_load" > "$log" 2> "$log.stderr" &
+      timeout 170 "$W/bin/$bin" > "$log" 2> "$log.stderr" &
     load=$!
-    # The direct model's levels come first; the batched model's first level
-    # starts once the last of them has printed its line.
     pid=""
     for _ in $(seq 1 100); do pid=$(pgrep -f "$W/bin/trt serve" | head -n 1); [ -n "$pid" ] && break; sleep 0.2; done
     [ -n "$pid" ] || { echo "no trt serve process"; wait $load; continue; }
+    # Sampled during the batched model's last level: after the direct model's
+    # levels (when measured) and the batched model's levels before it.
     levels=$(echo "$SERVE_BENCH_CONCURRENCY" | tr ',' '\n' | grep -c .)
-    while [ "$(grep -c "^direct .*c=" "$log" 2>/dev/null)" -lt "$levels" ]; do kill -0 $load 2>/dev/null || break; sleep 0.2; done
+    case $SERVE_BENCH_MODELS in batched) before=0 ;; *) before=$levels ;; esac
+    while [ "$(grep -c "^direct .*c=" "$log" 2>/dev/null)" -lt "$before" ]; do kill -0 $load 2>/dev/null || break; sleep 0.2; done
+    while [ "$(grep -c "^batched .*c=" "$log" 2>/dev/null)" -lt $((levels - 1)) ]; do kill -0 $load 2>/dev/null || break; sleep 0.2; done
+    while ! grep -q "^serve_load: config" "$log" 2>/dev/null; do kill -0 $load 2>/dev/null || break; sleep 0.2; done
     sleep $((SERVE_BENCH_WARMUP_SECS + 2))
     nvidia-smi --query-gpu=timestamp,utilization.gpu,utilization.memory,memory.used --format=csv -lms 200 > "$OUT/profile_${tag}_gpu.csv" 2>&1 &
     smi=$!
@@ -139,9 +153,9 @@ case "${1:?step 1, 2, 3, 4 or 5}" in
   done
   ;;
 3)
-  [ -x "$W/bin/nlp_cuda" ] || { echo "ort-cuda.sh 3: call 2 first, on the same warm machine" >&2; exit 1; }
+  [ -f "$ORT_DYLIB_PATH" ] || { echo "ort-cuda.sh 3: call 2 first, on the same warm machine" >&2; exit 1; }
   unpack .gpu/c3/bins "$W/bin" ort_cuda embed_cuda || exit 1
-  cp .gpu/c3/rtx.part00 "$W/rtx.part00"
+  [ -f .gpu/c3/rtx.part00 ] && cp .gpu/c3/rtx.part00 "$W/rtx.part00"
   # Model only, twice: the spread between two runs of the same shapes shows
   # (SKIP_MODEL_BENCH=1: only the end-to-end bench).
   for run in 1 2; do
@@ -155,7 +169,7 @@ case "${1:?step 1, 2, 3, 4 or 5}" in
   grep -vE "^\s*$" "$OUT/embed_cuda.log" | tail -n 24
   ;;
 4)
-  [ -x "$W/bin/nlp_cuda" ] || { echo "ort-cuda.sh 4: call 2 first, on the same warm machine" >&2; exit 1; }
+  [ -f "$ORT_DYLIB_PATH" ] || { echo "ort-cuda.sh 4: call 2 first, on the same warm machine" >&2; exit 1; }
   unpack .gpu/c4/bins "$W/bin" trt serve_load || exit 1
   if [ -f "$W/rtx.part00" ]; then
     cat "$W/rtx.part00" .gpu/c4/rtx.part01 > "$W/rtx.tar.xz" || exit 1

@@ -5,9 +5,15 @@
 # rtx.part00/01, peer-wheels, the probe model) is made once (see ort-cuda.sh's header).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# ONLY=serve: just trt and serve_load (.gpu/c4/bins), for the serving steps
+# (ort-cuda.sh 2 with SKIP_TESTS=1, then 5 or 4 with SKIP_SANITIZER=1).
 TARGET=${CARGO_TARGET_DIR:-target}
-cargo build --release -p trt-cli --bin trt --bench serve_load \
-  -p trt-nlp --test nlp_cuda --bench ort_cuda --bench embed_cuda -p trt-onnx --test onnx_cuda -p trt-serve --test serve_gpu
+if [ "${ONLY:-}" = serve ]; then
+  cargo build --release -p trt-cli --bin trt --bench serve_load
+else
+  cargo build --release -p trt-cli --bin trt --bench serve_load \
+    -p trt-nlp --test nlp_cuda --bench ort_cuda --bench embed_cuda -p trt-onnx --test onnx_cuda -p trt-serve --test serve_gpu
+fi
 newest() { ls -t "$TARGET"/release/deps/"$1"-* | grep -vE '\.(d|rlib|rmeta)$' | head -n 1; }
 # pack DEST NAME SRC [--strip-debug]: the last keeps the symbol table (for
 # perf on the host: trt's own frames by name).
@@ -17,8 +23,10 @@ pack() {
   strip ${4:-} -o "$dest/$name" "$src"
   xz -T2 -6 -f "$dest/$name"
 }
-for t in onnx_cuda nlp_cuda serve_gpu; do pack .gpu/c2/bins "$t" "$(newest "$t")"; done
-for t in ort_cuda embed_cuda; do pack .gpu/c3/bins "$t" "$(newest "$t")"; done
+if [ "${ONLY:-}" != serve ]; then
+  for t in onnx_cuda nlp_cuda serve_gpu; do pack .gpu/c2/bins "$t" "$(newest "$t")"; done
+  for t in ort_cuda embed_cuda; do pack .gpu/c3/bins "$t" "$(newest "$t")"; done
+fi
 pack .gpu/c4/bins trt "$TARGET/release/trt" --strip-debug
 pack .gpu/c4/bins serve_load "$(newest serve_load)"
-du -sh .gpu/c1 .gpu/c2 .gpu/c3 .gpu/c4
+du -sh .gpu/c*
