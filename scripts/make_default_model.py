@@ -41,6 +41,8 @@ import tokenizers
 from tokenizers import Tokenizer
 
 OPSET = 17
+# ONNX Runtime's contrib operators (Attention, SkipLayerNormalization, ...), for the fused variant.
+MS_DOMAIN = "com.microsoft"
 # IR 8 is the version that shipped with opset 17; the onnx package would otherwise
 # stamp its own newest IR version (14 here), which older ONNX parsers may reject.
 IR_VERSION = 8
@@ -117,10 +119,11 @@ class GraphBuilder:
         self.inits.append(numpy_helper.from_array(arr, name))
         return name
 
-    def op(self, op_type, inputs, name, out=None, **attrs):
-        out = out or f"{name}_out"
-        self.nodes.append(helper.make_node(op_type, inputs, [out], name=name, **attrs))
-        return out
+    def op(self, op_type, inputs, name, out=None, domain=None, **attrs):
+        # `out`: one output name, or a list of them (the first is returned).
+        outs = [out or f"{name}_out"] if not isinstance(out, list) else out
+        self.nodes.append(helper.make_node(op_type, inputs, outs, name=name, domain=domain, **attrs))
+        return outs[0]
 
     def cast(self, x, to, name):
         return self.op("Cast", [x], name, to=to)
@@ -239,6 +242,11 @@ def build_model(w, cfg, head, dt):
         x = g.layer_norm(o, w[f"{p}.output.LayerNorm.weight"], w[f"{p}.output.LayerNorm.bias"], eps,
                          f"{p}.output.LayerNorm")
 
+    return finish_model(g, x, head, hidden, "fp16" if g.fp16 else "fp32")
+
+
+def finish_model(g, x, head, hidden, variant, opsets=()):
+    """Classification head on the encoder output `x`, graph inputs/outputs, model metadata."""
     g.op("Identity", [x], "last_hidden_state/Identity", out="last_hidden_state")
 
     # --- classification head on the [CLS] position.
@@ -254,9 +262,8 @@ def build_model(w, cfg, head, dt):
             for n in ("input_ids", "attention_mask", "token_type_ids")]
     outs = [helper.make_tensor_value_info("logits", g.onnx_dt, ["batch", len(LABELS)]),
             helper.make_tensor_value_info("last_hidden_state", g.onnx_dt, ["batch", "sequence", hidden])]
-    variant = "fp16" if g.fp16 else "fp32"
     graph = helper.make_graph(g.nodes, f"minilm_l6_{variant}", ints, outs, initializer=g.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), *opsets],
                               ir_version=IR_VERSION, producer_name="make_default_model.py",
                               doc_string="all-MiniLM-L6-v2 encoder (sentence-transformers, MIT) "
                                          "with a random seeded classification head; "
@@ -270,6 +277,78 @@ def build_model(w, cfg, head, dt):
         "embedding": "mean of last_hidden_state over attention_mask, then L2 normalise",
     })
     return model
+
+
+def build_fused_model(w, cfg, head):
+    """The FP16 model built from ONNX Runtime's com.microsoft fused operators.
+
+    Same weights and maths as build_model(..., np.float16), in fewer and larger nodes:
+    EmbedLayerNormalization for the embeddings, per layer one Attention (packed QKV
+    projection, scaled dot product, mask, softmax, head merge), SkipLayerNormalization
+    for residual + output-dense bias + LayerNorm, BiasGelu (exact erf GELU) after the
+    intermediate MatMul. ONNX Runtime only: TensorRT's parser knows no com.microsoft op.
+    """
+    g = GraphBuilder(np.float16)
+    hidden = cfg["hidden_size"]
+    heads = cfg["num_attention_heads"]
+    eps = float(cfg["layer_norm_eps"])
+
+    def ms(op_type, inputs, name, **attrs):
+        return g.op(op_type, inputs, name, domain=MS_DOMAIN, **attrs)
+
+    def ln_params(name):
+        # The fused ops take gamma/beta in the compute type; they accumulate in FP32 inside.
+        return (g.const(f"{name}.weight", w[f"{name}.weight"]), g.const(f"{name}.bias", w[f"{name}.bias"]))
+
+    # --- embeddings: word + position + token type, then LayerNorm, in one node. Without
+    # position_ids it uses positions 0..sequence-1 of the table, so any runtime length
+    # up to max_position_embeddings works, as the Slice does in build_model.
+    word = g.const("embeddings.word_embeddings.weight", w["embeddings.word_embeddings.weight"])
+    pos = g.const("embeddings.position_embeddings.weight", w["embeddings.position_embeddings.weight"])
+    typ = g.const("embeddings.token_type_embeddings.weight", w["embeddings.token_type_embeddings.weight"])
+    # Its schema's type inference always types output 1 (mask_index), so the node must
+    # declare it; it stays unused (no mask input): the ReduceSum below defines the mask.
+    x = ms("EmbedLayerNormalization",
+           ["input_ids", "token_type_ids", word, pos, typ, *ln_params("embeddings.LayerNorm")],
+           "embeddings/EmbedLayerNormalization",
+           out=["embeddings/EmbedLayerNormalization_out", "embeddings/mask_index_unused"], epsilon=eps)
+
+    # --- mask_index [batch] int32: the number of attended tokens. This 1-D form (valid for
+    # right padding, what the tokenizer produces) is the only mask the CUDA provider's
+    # TensorRT fused-attention kernels accept; with a 2-D raw mask it skips them.
+    g.const("const/axis1_i64", [1], np.int64)
+    g.const("const/cls_index", np.array(0, dtype=np.int64), np.int64)   # finish_model's [CLS] Gather
+    mask_index = g.op("ReduceSum", ["attention_mask", "const/axis1_i64"], "mask/ReduceSum", keepdims=0)
+
+    def weight(name):
+        # PyTorch stores Linear weights as [out, in]; MatMul wants [in, out].
+        return g.const(f"{name}.weight", w[f"{name}.weight"].T)
+
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"encoder.layer.{i}"
+        s = f"{p}.attention.self"
+        # Q, K, V stacked on the second axis: [hidden, 3 * hidden], each part head-major.
+        qkv_w = g.const(f"{s}.qkv.weight", np.concatenate(
+            [w[f"{s}.{n}.weight"].T for n in ("query", "key", "value")], axis=1))
+        qkv_b = g.const(f"{s}.qkv.bias", np.concatenate([w[f"{s}.{n}.bias"] for n in ("query", "key", "value")]))
+        # Default scale 1/sqrt(head_size) and mask_filter_value -10000 match build_model.
+        ctx = ms("Attention", [x, qkv_w, qkv_b, mask_index], f"{s}/Attention", num_heads=heads)
+        a = g.op("MatMul", [ctx, weight(f"{p}.attention.output.dense")], f"{p}.attention.output.dense/MatMul")
+        x = ms("SkipLayerNormalization",
+               [a, x, *ln_params(f"{p}.attention.output.LayerNorm"),
+                g.const(f"{p}.attention.output.dense.bias", w[f"{p}.attention.output.dense.bias"])],
+               f"{p}.attention.output/SkipLayerNormalization", epsilon=eps)
+
+        h = g.op("MatMul", [x, weight(f"{p}.intermediate.dense")], f"{p}.intermediate.dense/MatMul")
+        h = ms("BiasGelu", [h, g.const(f"{p}.intermediate.dense.bias", w[f"{p}.intermediate.dense.bias"])],
+               f"{p}.intermediate/BiasGelu")
+        o = g.op("MatMul", [h, weight(f"{p}.output.dense")], f"{p}.output.dense/MatMul")
+        x = ms("SkipLayerNormalization",
+               [o, x, *ln_params(f"{p}.output.LayerNorm"),
+                g.const(f"{p}.output.dense.bias", w[f"{p}.output.dense.bias"])],
+               f"{p}.output/SkipLayerNormalization", epsilon=eps)
+
+    return finish_model(g, x, head, hidden, "fp16_fused", opsets=[helper.make_opsetid(MS_DOMAIN, 1)])
 
 
 # --------------------------------------------------------------------------- numpy reference
@@ -354,12 +433,18 @@ def to_list(a):
     return [to_list(r) for r in a] if a.ndim > 1 else [float(f"{v:.9g}") for v in a]
 
 
+_SESSIONS = {}
+
+
 def run_ort(path, feeds):
-    opts = ort.SessionOptions()
-    # Fixed threading keeps the reference numbers reproducible on a given machine.
-    opts.intra_op_num_threads = 1
-    opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    # One session per file: the per-text padding checks would otherwise reload the model.
+    sess = _SESSIONS.get(path)
+    if sess is None:
+        opts = ort.SessionOptions()
+        # Fixed threading keeps the reference numbers reproducible on a given machine.
+        opts.intra_op_num_threads = 1
+        opts.inter_op_num_threads = 1
+        sess = _SESSIONS[path] = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
     logits, hidden = sess.run(["logits", "last_hidden_state"], feeds)
     return logits, hidden
 
@@ -393,10 +478,19 @@ def main():
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     paths = {"fp32": os.path.join(tmp, "model.onnx"), "fp16": os.path.join(tmp, "model_fp16.onnx")}
+    node_counts = {}
     for variant, dt in (("fp32", np.float32), ("fp16", np.float16)):
         model = build_model(w, cfg, head, dt)
         onnx.checker.check_model(model, full_check=True)
         onnx.save_model(model, paths[variant])
+        node_counts[variant] = len(model.graph.node)
+    fused = build_fused_model(w, cfg, head)
+    onnx.checker.check_model(fused, full_check=True)
+    paths["fp16_fused"] = os.path.join(tmp, "model_fp16_fused.onnx")
+    onnx.save_model(fused, paths["fp16_fused"])
+    fused_ops = {}
+    for n in fused.graph.node:
+        fused_ops[n.op_type] = fused_ops.get(n.op_type, 0) + 1
 
     shutil.copyfile(os.path.join(args.weights, "tokenizer.json"), os.path.join(tmp, "tokenizer.json"))
     out_cfg = dict(cfg)
@@ -430,7 +524,7 @@ def main():
 
     print(f"batch {ids.shape[0]} x {ids.shape[1]} tokens, lengths {lengths.tolist()}")
     results = {}
-    for variant in ("fp32", "fp16"):
+    for variant in ("fp32", "fp16", "fp16_fused"):
         logits, hid = run_ort(paths[variant], feeds)
         results[variant] = {"logits": logits, "hidden": hid,
                             "embeddings": mean_pool_normalize(hid, mask)}
@@ -491,6 +585,43 @@ def main():
           f"logits max abs diff {e_logits:.2e}, embeddings max abs diff {e_emb:.2e}, "
           f"min cosine {e_cos:.6f} (bound 0.999)")
 
+    # 3c. The fused variant (com.microsoft operators) is the FP16 model in other nodes: it
+    # must agree with FP32 as closely as the plain FP16 graph does, batched and alone.
+    rf = results["fp16_fused"]
+    layers = cfg["num_hidden_layers"]
+    want_ops = {"EmbedLayerNormalization": 1, "Attention": layers, "SkipLayerNormalization": 2 * layers,
+                "BiasGelu": layers}
+    check("fused graph structure", all(fused_ops.get(k) == v for k, v in want_ops.items())
+          and not {"Softmax", "Erf", "LayerNormalization", "Transpose"} & set(fused_ops),
+          f"{len(fused.graph.node)} nodes (model_fp16.onnx: {node_counts['fp16']}), "
+          + ", ".join(f"{k} {fused_ops.get(k, 0)}" for k in want_ops))
+    check("fused output dtypes", rf["logits"].dtype == np.float16 and rf["hidden"].dtype == np.float16,
+          f"{rf['logits'].dtype}/{rf['hidden'].dtype}")
+    check("fused finite outputs", all(np.isfinite(rf[k].astype(np.float32)).all() for k in ("logits", "hidden")),
+          "no NaN/Inf")
+    real = mask.astype(bool)
+    f_hid = float(np.abs(rf["hidden"].astype(np.float32) - r32["hidden"])[real].max())
+    p_hid = float(np.abs(r16["hidden"].astype(np.float32) - r32["hidden"])[real].max())
+    f_logits = float(np.abs(rf["logits"].astype(np.float32) - r32["logits"]).max())
+    f_emb = float(np.abs(rf["embeddings"] - r32["embeddings"]).max())
+    f_cos = min(cos(a, b) for a, b in zip(rf["embeddings"], r32["embeddings"]))
+    # Hidden states reach |6|, where one FP16 step is 0.004: 0.02 allows a few steps
+    # (the fused ops round at other places than the plain graph).
+    check("fused vs fp32 last_hidden_state (real tokens)", f_hid < 0.02,
+          f"max abs diff {f_hid:.2e} (model_fp16.onnx {p_hid:.2e}; tol 0.02)")
+    check("fused vs fp32 logits", f_logits < 0.05, f"max abs diff {f_logits:.2e} (sanity bound 0.05)")
+    check("fused vs fp32 embeddings", f_cos > 0.999,
+          f"max abs diff {f_emb:.2e}, min cosine {f_cos:.6f} (bound 0.999)")
+    # Padding through mask_index: each text alone, unpadded, against its row of the batch.
+    f_pad = 0.0
+    for b in range(len(TEXTS)):
+        n = int(lengths[b])
+        lg, hd = run_ort(paths["fp16_fused"], {k: v[b : b + 1, :n] for k, v in feeds.items()})
+        f_pad = max(f_pad, float(np.abs(lg.astype(np.float32) - rf["logits"][b]).max()),
+                    float(np.abs(hd[0].astype(np.float32) - rf["hidden"][b, :n]).max()))
+    check("fused padding invariance (batched vs single)", f_pad < 0.01,
+          f"max abs diff {f_pad:.2e} (tol 0.01, a few FP16 steps)")
+
     # 4. Semantic sanity of the real encoder: related sentences are closer than unrelated.
     e = r32["embeddings"]
     c_rel = cos(e[RELATED[0]], e[RELATED[1]])
@@ -501,9 +632,9 @@ def main():
 
     # 5. The random head must separate texts by more than FP16 noise.
     spread = float(np.ptp(r32["logits"], axis=0).max())
-    check("logits differ between texts", spread > 20 * max(d_logits, e_logits),
-          f"largest per-label range across texts {spread:.3f} "
-          f"vs fp16 drift {max(d_logits, e_logits):.2e}")
+    drift = max(d_logits, e_logits, f_logits)
+    check("logits differ between texts", spread > 20 * drift,
+          f"largest per-label range across texts {spread:.3f} vs fp16 drift {drift:.2e}")
 
     reference = {
         "tokenizer": {
@@ -531,7 +662,7 @@ def main():
             v: {"file": os.path.basename(paths[v]),
                 "logits": to_list(results[v]["logits"].astype(np.float32)),
                 "embeddings": to_list(results[v]["embeddings"].astype(np.float32))}
-            for v in ("fp32", "fp16")
+            for v in ("fp32", "fp16", "fp16_fused")
         },
         "diffs": {
             "fp16_vs_fp32_logits_max_abs": d_logits,
@@ -543,6 +674,10 @@ def main():
             "fp16_emulated_note": "numpy, every tensor rounded to FP16, FP32 inside ops; "
                                   "onnxruntime CPU runs most FP16 ops in FP32, so its fp16 "
                                   "diffs above are optimistic for a GPU FP16 engine",
+            "fp16_fused_vs_fp32_logits_max_abs": f_logits,
+            "fp16_fused_vs_fp32_embeddings_max_abs": f_emb,
+            "fp16_fused_vs_fp32_embeddings_min_cosine": f_cos,
+            "fp16_fused_vs_fp32_last_hidden_state_max_abs": f_hid,
             "fp32_vs_numpy_float64_embeddings_max_abs": emb_err,
             "fp32_vs_numpy_float64_logits_max_abs": logit_err,
         },
