@@ -25,7 +25,7 @@ unpack() {
 }
 
 # default_model DIR WEIGHTS: the FP32 default model (model.onnx, model_fp16.onnx,
-# tokenizer.json, config.json) built in DIR from the FP16-stored weights in
+# model_fp16_fused.onnx, tokenizer.json, config.json) built in DIR from the FP16-stored weights in
 # WEIGHTS (scripts/gpu/pack_weights_f16.py; the FP32 file does not fit a call's
 # 64 MiB), unless DIR has it from an earlier call on a warm machine; log in
 # $OUT/make_model.log.
