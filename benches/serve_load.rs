@@ -14,7 +14,12 @@
 //! Runtime intra-op threads per session; 0: one per core),
 //! `SERVE_BENCH_INSTANCES` (sessions per model, 1), `SERVE_BENCH_MAX_BATCH` (32),
 //! `SERVE_BENCH_DELAY_US` (dynamic batching's max_queue_delay, 1000),
-//! `SERVE_BENCH_MODELS` (`batched` or `direct`: measure one model only).
+//! `SERVE_BENCH_MODELS` (`batched` or `direct`: measure one model only),
+//! `SERVE_BENCH_CLIENT_THREADS` (the client's threads, every connection a
+//! task on them; default a quarter of the cores; 0: a blocking thread per
+//! connection). Each level's line ends with the client's own CPU use.
+//! `SERVE_BENCH_REQUEST_THREADS=N` starts trt serve with `--request-threads N`;
+//! `SERVE_BENCH_ROW_BUCKETS=1` sets the models' `cuda_row_buckets` parameter.
 //!
 //! On a GPU: `SERVE_BENCH_KIND=KIND_GPU` puts both models' instances on
 //! GPU `SERVE_BENCH_GPU` (0) (`instance_group { kind gpus }`), and
@@ -152,6 +157,11 @@ fn main() {
         0 => group,
         n => format!("{group}\noptimization {{ cuda {{ graphs: true graph_spec [ {{ batch_size: {n} }} ] }} }}"),
     };
+    // Batches above the graph limit padded to their row bucket (few shapes).
+    let group = match std::env::var("SERVE_BENCH_ROW_BUCKETS").is_ok_and(|v| v == "1") {
+        true => format!("{group}\nparameters {{ key: \"cuda_row_buckets\" value {{ string_value: \"true\" }} }}"),
+        false => group,
+    };
     let batch_texts = env_num("SERVE_BENCH_BATCH_TEXTS", 0);
     let warm_each = Duration::from_secs(env_num("SERVE_BENCH_WARMUP_SECS", 0) as u64);
     let peer = std::env::var("SERVE_BENCH_PEER").ok().filter(|v| !v.trim().is_empty());
@@ -163,7 +173,11 @@ fn main() {
         &format!("{group}\ndynamic_batching {{ max_queue_delay_microseconds: {delay} default_queue_policy {{ max_queue_size: 4096 }} }}"),
     );
     let direct = text_config("onnxruntime_onnx", max_batch, &outputs, &group);
-    let trt_flags = ["--threads", &threads, "--max-queue", "4096"];
+    let request_threads = std::env::var("SERVE_BENCH_REQUEST_THREADS").ok().filter(|v| !v.is_empty());
+    let mut trt_flags = vec!["--threads", &threads, "--max-queue", "4096"];
+    if let Some(n) = &request_threads {
+        trt_flags.extend(["--request-threads", n]);
+    }
     let tokenizer = tokenizers::Tokenizer::from_file(model_dir.join("tokenizer.json")).expect("tokenizer.json");
     let texts = texts::generate_texts(&tokenizer, 512);
 
@@ -181,6 +195,7 @@ fn main() {
             if model == "batched" { format!(", delay {delay} us") } else { String::new() }
         );
         println!("serve_load: config: {}", group.replace('\n', " "));
+        println!("serve_load: {}", load::describe_client());
         let tei = tei_binary.map(|binary| tei_route::TeiPeer {
             binary,
             settings: tei::TeiSettings::from_env(cores, levels.iter().copied().max().unwrap_or(1)),
@@ -220,6 +235,7 @@ fn main() {
         "serve_load: single-text embedding requests, HTTP/1.1 JSON on loopback; ONNX Runtime, {instances} session(s), intra threads {threads} (0: per core), max_batch {max_batch}, delay {delay} us; {cores} cores"
     );
     println!("serve_load: config: {}", group.replace('\n', " "));
+    println!("serve_load: {}; trt serve {}", load::describe_client(), trt_flags.join(" "));
     let mut results = std::collections::BTreeMap::new();
     for model in measured_models(peer.is_some() || tei_binary.is_some()) {
         let path = format!("/v2/models/{model}/infer");

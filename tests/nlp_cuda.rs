@@ -124,6 +124,40 @@ fn cuda_graphs_replay_the_bucket_of_each_batch() {
 
 #[test]
 #[ignore = "needs a CUDA GPU and the onnxruntime-gpu library (ORT_DYLIB_PATH)"]
+fn row_buckets_pad_batches_to_their_bucket_and_change_no_output() {
+    let texts = texts();
+    let plain = backend("model.onnx", Provider::Cuda { device: 0 }, 0);
+    let options =
+        OrtBackendOptions { provider: Provider::Cuda { device: 0 }, intra_threads: 4, cuda_row_buckets: true, ..Default::default() };
+    let bucketed = Arc::new(OrtBackend::new(default_model("model.onnx"), &options).unwrap());
+    assert_eq!(bucketed.sequence_multiple(), 8);
+    // 11, 13 and 17 rows run as 16, 16 and 32 (the largest batch is 32).
+    for batch in [11, 13, 17] {
+        let (pl, pe) = outputs(plain.clone(), &texts, batch);
+        let (bl, be) = outputs(bucketed.clone(), &texts, batch);
+        let (dl, de) = (max_diff(&bl, &pl), max_diff(&be, &pe));
+        println!("batch {batch}: row buckets vs plain CUDA: logits {dl:.3e}, embeddings {de:.3e}");
+        assert!(dl <= 1e-4 && de <= 1e-4, "batch {batch}: {dl} {de}");
+    }
+    let bound = bucketed.bindings();
+    let shapes: Vec<Vec<usize>> = bound[0].0.iter().filter(|t| !t.output).map(|t| t.shape.clone()).collect();
+    assert!(shapes.iter().all(|s| s[0].is_power_of_two() && s[1] % 8 == 0), "bucket shapes: {shapes:?}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU and the onnxruntime-gpu library (ORT_DYLIB_PATH)"]
+fn the_fused_fp16_model_on_cuda_is_within_2e_3_of_fp32() {
+    // ONNX Runtime's fused attention with a token-count mask, on the GPU's own kernels.
+    let texts = texts();
+    let (fl, fe) = outputs(backend("model_fp16_fused.onnx", Provider::Cuda { device: 0 }, 0), &texts, 8);
+    let (cl, ce) = outputs(backend("model.onnx", Provider::Cpu, 0), &texts, 8);
+    let (dl, de) = (max_diff(&fl, &cl), max_diff(&fe, &ce));
+    println!("fused FP16 on CUDA vs FP32 on the CPU over {} texts: logits max abs diff {dl:.3e}, embeddings {de:.3e}", texts.len());
+    assert!(dl <= 2e-3 && de <= 2e-3, "{dl} {de}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU and the onnxruntime-gpu library (ORT_DYLIB_PATH)"]
 fn a_batch_past_the_memory_limit_fails_alone_and_the_session_keeps_serving() {
     // 1 GiB holds the weights and a short batch; 256 rows of 512 tokens need
     // several GiB of attention scores alone.

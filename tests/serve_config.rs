@@ -231,3 +231,16 @@ fn parameters_keep_their_string_values_in_order_and_unread_keys_are_warned_about
     let no_value = "platform: \"onnxruntime_onnx\"\nparameters { key: \"pad.x\" }\n";
     assert!(ModelConfig::parse(no_value, "m").unwrap_err().to_string().contains("parameters.value.string_value: missing for 'pad.x'"));
 }
+
+#[test]
+fn cuda_row_buckets_is_a_true_or_false_parameter() {
+    let with =
+        |v: &str| format!("platform: \"onnxruntime_onnx\"\nparameters {{ key: \"cuda_row_buckets\" value {{ string_value: \"{v}\" }} }}\n");
+    let on = ModelConfig::parse(&with("true"), "m").unwrap();
+    assert!(on.cuda_row_buckets);
+    assert!(on.warnings.iter().all(|w| !w.contains("cuda_row_buckets")), "read, so not warned about: {:?}", on.warnings);
+    assert!(!ModelConfig::parse(&with("false"), "m").unwrap().cuda_row_buckets);
+    assert!(!ModelConfig::parse("platform: \"onnxruntime_onnx\"\n", "m").unwrap().cuda_row_buckets, "off by default");
+    let e = ModelConfig::parse(&with("yes"), "m").unwrap_err().to_string();
+    assert!(e.contains("parameters.cuda_row_buckets") && e.contains("'yes' is neither true nor false"), "{e}");
+}

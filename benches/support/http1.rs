@@ -61,3 +61,75 @@ impl Conn {
         Ok((status, body))
     }
 }
+
+/// The same client on tokio: one keep-alive connection, one request at a
+/// time, the request in one write; only the status is returned (the load
+/// levels read and drop the body).
+pub struct AsyncConn {
+    stream: tokio::net::TcpStream,
+    out: Vec<u8>,
+    /// Bytes read and not yet consumed (a response's head, its body, and
+    /// whatever of the next response came with it: none, one at a time).
+    buf: Vec<u8>,
+}
+
+impl AsyncConn {
+    pub async fn open(addr: &str) -> std::io::Result<AsyncConn> {
+        let stream = tokio::net::TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        Ok(AsyncConn { stream, out: Vec::new(), buf: Vec::with_capacity(16 << 10) })
+    }
+
+    /// POSTs `body`; returns the status once the whole response is read.
+    pub async fn post(&mut self, host: &str, path: &str, body: &[u8]) -> std::io::Result<u16> {
+        use tokio::io::AsyncWriteExt;
+        self.out.clear();
+        write!(
+            self.out,
+            "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )?;
+        self.out.extend_from_slice(body);
+        let timeout = Duration::from_secs(60);
+        let io = async {
+            self.stream.write_all(&self.out).await?;
+            self.buf.clear();
+            let head_end = loop {
+                if let Some(p) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break p + 4;
+                }
+                if self.read_more().await? == 0 {
+                    return Err(std::io::Error::other("connection closed in a response head"));
+                }
+            };
+            let head = std::str::from_utf8(&self.buf[..head_end]).map_err(|_| std::io::Error::other("response head is not UTF-8"))?;
+            let mut lines = head.split("\r\n");
+            let status_line = lines.next().unwrap_or_default();
+            let status: u16 = status_line
+                .split_whitespace()
+                .nth(1)
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| std::io::Error::other(format!("bad status line {status_line:?}")))?;
+            let len: usize = lines
+                .filter_map(|l| l.split_once(':'))
+                .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                .and_then(|(_, v)| v.trim().parse().ok())
+                .unwrap_or(0);
+            while self.buf.len() < head_end + len {
+                if self.read_more().await? == 0 {
+                    return Err(std::io::Error::other("connection closed in a response body"));
+                }
+            }
+            Ok(status)
+        };
+        tokio::time::timeout(timeout, io).await.map_err(|_| std::io::Error::other("no response within 60 s"))?
+    }
+
+    async fn read_more(&mut self) -> std::io::Result<usize> {
+        use tokio::io::AsyncReadExt;
+        if self.buf.capacity() - self.buf.len() < 4096 {
+            self.buf.reserve(16 << 10);
+        }
+        self.stream.read_buf(&mut self.buf).await
+    }
+}

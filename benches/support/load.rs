@@ -27,9 +27,32 @@ pub fn percentile(sorted: &[Duration], q: f64) -> Duration {
     sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1]
 }
 
+/// The client's threads: `SERVE_BENCH_CLIENT_THREADS` (default a quarter of
+/// the cores, at least 1) run every connection as a task (epoll); 0 gives
+/// each connection a blocking thread of its own.
+pub fn client_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::env::var("SERVE_BENCH_CLIENT_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or((cores / 4).max(1))
+}
+
+/// How the client runs, for the bench's header line.
+pub fn describe_client() -> String {
+    match client_threads() {
+        0 => "client: one blocking thread per connection".into(),
+        n => format!("client: {n} thread(s), every connection a task"),
+    }
+}
+
 /// `concurrency` clients, each POSTing one of `bodies` to `path` at a time,
 /// until `requests` are sent or `limit` has passed.
 pub fn load(addr: &str, path: &str, bodies: &Arc<Vec<Vec<u8>>>, concurrency: usize, requests: usize, limit: Duration) -> Level {
+    match client_threads() {
+        0 => load_blocking(addr, path, bodies, concurrency, requests, limit),
+        n => load_async(n, addr, path, bodies, concurrency, requests, limit),
+    }
+}
+
+fn load_blocking(addr: &str, path: &str, bodies: &Arc<Vec<Vec<u8>>>, concurrency: usize, requests: usize, limit: Duration) -> Level {
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let deadline = started + limit;
@@ -75,6 +98,75 @@ pub fn load(addr: &str, path: &str, bodies: &Arc<Vec<Vec<u8>>>, concurrency: usi
     Level { done: latencies.len(), failed, elapsed, latencies }
 }
 
+fn load_async(
+    threads: usize,
+    addr: &str,
+    path: &str,
+    bodies: &Arc<Vec<Vec<u8>>>,
+    concurrency: usize,
+    requests: usize,
+    limit: Duration,
+) -> Level {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build().expect("client runtime");
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let deadline = started + limit;
+    let (latencies, failed) = runtime.block_on(async {
+        let tasks: Vec<_> = (0..concurrency)
+            .map(|_| {
+                let (next, bodies, addr, path) = (next.clone(), bodies.clone(), addr.to_string(), path.to_string());
+                tokio::spawn(async move {
+                    let mut lat = Vec::new();
+                    let mut failed = 0;
+                    let mut conn = crate::http1::AsyncConn::open(&addr).await.ok();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= requests || Instant::now() >= deadline {
+                            break;
+                        }
+                        let t = Instant::now();
+                        let status = match conn.as_mut() {
+                            Some(c) => c.post(&addr, &path, &bodies[i % bodies.len()]).await,
+                            None => Err(std::io::Error::other("no connection")),
+                        };
+                        match status {
+                            Ok(200) => lat.push(t.elapsed()),
+                            Ok(_) => failed += 1,
+                            Err(_) => {
+                                failed += 1;
+                                conn = crate::http1::AsyncConn::open(&addr).await.ok();
+                            }
+                        }
+                    }
+                    (lat, failed)
+                })
+            })
+            .collect();
+        let mut latencies = Vec::new();
+        let mut failed = 0;
+        for t in tasks {
+            let (l, f) = t.await.expect("load task");
+            latencies.extend(l);
+            failed += f;
+        }
+        (latencies, failed)
+    });
+    let elapsed = started.elapsed();
+    let mut latencies = latencies;
+    latencies.sort_unstable();
+    Level { done: latencies.len(), failed, elapsed, latencies }
+}
+
+/// This process's CPU time so far (user + system), from /proc (Linux); zero elsewhere.
+pub fn own_cpu() -> Duration {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return Duration::ZERO };
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, r)| r).split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // USER_HZ is 100 on every Linux ABI this runs on.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
 /// Whether `GET /v2/health/ready` on `addr` answers 200 within `limit`.
 pub fn wait_ready(addr: &str, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
@@ -100,7 +192,9 @@ pub struct Measured {
 }
 
 pub fn measure(label: &str, addr: &str, path: &str, bodies: &Arc<Vec<Vec<u8>>>, c: usize, requests: usize, limit: Duration) -> Measured {
+    let cpu = own_cpu();
     let l = load(addr, path, bodies, c, requests, limit);
+    let client_cpu = (own_cpu().saturating_sub(cpu)).as_secs_f64() / l.elapsed.as_secs_f64().max(1e-9);
     let m = Measured {
         rps: l.done as f64 / l.elapsed.as_secs_f64(),
         p50: percentile(&l.latencies, 0.5),
@@ -108,13 +202,14 @@ pub fn measure(label: &str, addr: &str, path: &str, bodies: &Arc<Vec<Vec<u8>>>, 
         failed: l.failed,
     };
     println!(
-        "{label:8} c={c:<4} requests/s {:8.1}  p50 {:7.2} ms  p99 {:7.2} ms  ok {} failed {}  ({:.1} s)",
+        "{label:8} c={c:<4} requests/s {:8.1}  p50 {:7.2} ms  p99 {:7.2} ms  ok {} failed {}  ({:.1} s, client cpu {:.0}%)",
         m.rps,
         m.p50.as_secs_f64() * 1e3,
         m.p99.as_secs_f64() * 1e3,
         l.done,
         l.failed,
-        l.elapsed.as_secs_f64()
+        l.elapsed.as_secs_f64(),
+        client_cpu * 100.0
     );
     m
 }

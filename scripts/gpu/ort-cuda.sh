@@ -94,6 +94,12 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
   mkdir -p "$M16"
   ln -sf "$DEPS/models/minilm/model_fp16.onnx" "$M16/model.onnx"
   for f in tokenizer.json config.json; do ln -sf "$DEPS/models/minilm/$f" "$M16/$f"; done
+  # The same FP16 model in ONNX Runtime's fused operators (a layout's
+  # SERVE_BENCH_MODEL_DIR=/tmp/trt-ort-cuda/minilm16f serves it).
+  M16F=$W/minilm16f
+  mkdir -p "$M16F"
+  ln -sf "$DEPS/models/minilm/model_fp16_fused.onnx" "$M16F/model.onnx"
+  for f in tokenizer.json config.json; do ln -sf "$DEPS/models/minilm/$f" "$M16F/$f"; done
   export SERVE_BENCH_TRT=$W/bin/trt SERVE_BENCH_MODEL_DIR=$M16 SERVE_BENCH_KIND=KIND_GPU
   export SERVE_BENCH_CONCURRENCY=${SERVE_BENCH_CONCURRENCY:-512} SERVE_BENCH_REQUESTS=${SERVE_BENCH_REQUESTS:-2000000}
   # The direct model's levels only take time here (one run at a time per session).
@@ -111,6 +117,13 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
     echo "trt bench --batch 1 (no graphs) --compare the graphs run --max-regression 10: exit $?"
     "$W/bin/trt" bench "$M16/model.onnx" --backend onnxruntime --device cuda:0 --batch 1 --seq 128 --graphs --compare "$OUT/bench_batch1.json" --max-regression 10
     echo "trt bench --batch 1 --graphs --compare the no-graphs run --max-regression 10: exit $?"
+    # The fused model at the same shapes, each judged against the plain one (exit 3: slower by over 10%).
+    for args in "--batch 1" "--batch 1 --graphs" "--batch 32" "--batch 128" "--batch 128 --graphs"; do
+      name=$(echo "$args" | tr -d ' -')
+      [ -f "$OUT/bench_$name.json" ] || "$W/bin/trt" bench "$M16/model.onnx" --backend onnxruntime --device cuda:0 $args --seq 128 --json > "$OUT/bench_$name.json"
+      "$W/bin/trt" bench "$M16F/model.onnx" --backend onnxruntime --device cuda:0 $args --seq 128 --compare "$OUT/bench_$name.json" --max-regression 10
+      echo "trt bench fused $args vs plain: exit $?"
+    done
   } > "$OUT/bench_cuda.log" 2>&1
   grep -E "exit|compare" "$OUT/bench_cuda.log"
   IFS=';' read -r -a layouts <<< "${SERVE_LAYOUTS:-4 128 16}"
@@ -122,8 +135,13 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
     extra=${extra//\~/ }
     # BIN=NAME: this layout's load comes from $W/bin/NAME.
     bin=serve_load
-    case $extra in BIN=*) bin=${extra#BIN=}; tag="${tag}_$bin"; log="$OUT/profile_$tag.log"; extra=SERVE_BENCH_NOTE= ;; esac
-    env SERVE_BENCH_INSTANCES=$1 SERVE_BENCH_MAX_BATCH=$2 SERVE_BENCH_GRAPHS=$3 "${extra%%=*}=${extra#*=}" \
+    case $extra in BIN=*) bin=${extra#BIN=}; extra=SERVE_BENCH_NOTE= ;; esac
+    # Layouts that differ only in the setting keep their logs apart.
+    [ -n "${4:-}" ] && tag="${tag}_$(echo "$4" | sed 's#[^,=]*/##g; s/SERVE_BENCH_//g' | tr -c 'A-Za-z0-9=_\n' '_' | tr '=' '-' | cut -c1-60)"
+    log="$OUT/profile_$tag.log"
+    # Several settings: NAME=V,NAME=V.
+    IFS=',' read -r -a extras <<< "$extra"
+    env SERVE_BENCH_INSTANCES=$1 SERVE_BENCH_MAX_BATCH=$2 SERVE_BENCH_GRAPHS=$3 "${extras[@]}" \
       timeout 170 "$W/bin/$bin" > "$log" 2> "$log.stderr" &
     load=$!
     pid=""
@@ -158,12 +176,13 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
   [ -f .gpu/c3/rtx.part00 ] && cp .gpu/c3/rtx.part00 "$W/rtx.part00"
   # Model only, twice: the spread between two runs of the same shapes shows
   # (SKIP_MODEL_BENCH=1: only the end-to-end bench).
-  for run in 1 2; do
+  for run in $(seq 1 "${MODEL_BENCH_PASSES:-2}"); do
     [ "${SKIP_MODEL_BENCH:-0}" = 1 ] && break
     ORT_CUDA_BENCH_SCRIPT=benches/ort_cuda_python.py ORT_CUDA_BENCH_RUNS=200 timeout 200 "$W/bin/ort_cuda" > "$OUT/ort_cuda_run$run.log" 2> "$OUT/ort_cuda_run$run.stderr"
     echo "== ort_cuda run $run (exit $?)"
     grep -E "^ratio|^cuda_graphs" "$OUT/ort_cuda_run$run.log"
   done
+  [ "${SKIP_EMBED_BENCH:-0}" = 1 ] && exit 0
   EMBED_CUDA_WEIGHTS=$W/weights timeout 300 "$W/bin/embed_cuda" > "$OUT/embed_cuda.log" 2> "$OUT/embed_cuda.stderr"
   echo "== embed_cuda (exit $?)"
   grep -vE "^\s*$" "$OUT/embed_cuda.log" | tail -n 24

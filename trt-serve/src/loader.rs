@@ -42,6 +42,7 @@ impl NlpLoader {
         #[cfg(feature = "onnxruntime")]
         {
             options.onnxruntime.cuda_graph_max_batch = config.cuda_graph_max_batch;
+            options.onnxruntime.cuda_row_buckets = config.cuda_row_buckets;
             if matches!(config.platform, Platform::OnnxRuntimeOnnx) && config.instance_kind == InstanceKind::Cpu {
                 options.onnxruntime.provider = Provider::Cpu;
             }

@@ -194,13 +194,22 @@ pub struct ServeOptions {
     pub cors_allow_origin: Vec<String>,
     /// How versions are opened.
     pub loader: crate::loader::NlpLoader,
+    /// Threads that serve HTTP and gRPC requests (parsing, single-text
+    /// tokenization, encoding the answer); `None`: one per core. Fewer than
+    /// the cores leaves the rest to the batch workers and, on a shared host,
+    /// to the clients.
+    pub request_threads: Option<std::num::NonZeroUsize>,
 }
 
 /// Runs the server on its own runtime until Ctrl-C or SIGTERM: binds, loads
 /// every model, calls `on_ready` with the bound addresses, serves, drains.
 pub fn run(options: ServeOptions, on_ready: impl FnOnce(Bound)) -> Result<(), crate::ServeError> {
     let io = |e: std::io::Error| crate::ServeError::Unavailable(e.to_string());
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(io)?;
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = options.request_threads {
+        runtime.worker_threads(n.get());
+    }
+    let runtime = runtime.enable_all().build().map_err(io)?;
     runtime.block_on(async move {
         let tls = options.tls.as_ref().map(TlsFiles::load).transpose()?;
         crate::cors::check(&options.cors_allow_origin)?;

@@ -51,6 +51,10 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
 
+    /// Threads that serve HTTP and gRPC requests [default: one per core].
+    #[arg(long, value_name = "N")]
+    pub request_threads: Option<std::num::NonZeroUsize>,
+
     /// Tokenizer threads per model [default: one per core, at most 8].
     #[arg(long)]
     pub tokenizer_threads: Option<usize>,
@@ -286,8 +290,18 @@ pub fn run(a: Args) -> Result<()> {
         grpc: SocketAddr::new(a.host, a.grpc_port),
         metrics: SocketAddr::new(a.host, a.metrics_port),
     };
-    let options =
-        ServeOptions { repository, ports, limits, transport, access, control, tls, cors_allow_origin: a.cors_allow_origin, loader };
+    let options = ServeOptions {
+        repository,
+        ports,
+        limits,
+        transport,
+        access,
+        control,
+        tls,
+        cors_allow_origin: a.cors_allow_origin,
+        loader,
+        request_threads: a.request_threads,
+    };
     trt_serve::run(options, |bound| {
         println!("trt serve: http={} grpc={} metrics={}", bound.http, bound.grpc, bound.metrics);
         let _ = std::io::stdout().flush();

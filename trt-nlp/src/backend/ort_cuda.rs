@@ -17,6 +17,8 @@
 //! at its bucket's shape ([`super::buckets`]): the rows are padded up to the
 //! batch bucket (padding rows zeroed: no attention, outputs dropped) and the
 //! bucket's graph, captured by ONNX Runtime on its first runs, is replayed.
+//! With row buckets (opt-in), larger batches run padded to their bucket the
+//! same way, without a graph: the session sees few shapes.
 
 use ndarray::{ArrayViewD, IxDyn};
 use trt_cuda::{Device, Element, Stream};
@@ -54,6 +56,8 @@ pub(crate) struct CudaStaging {
     inputs: Vec<(InputSpec, Tokens)>,
     outputs: Vec<Output>,
     graph_max_batch: usize,
+    /// Batches above `graph_max_batch` run at their batch bucket too.
+    row_buckets: bool,
     max_batch: usize,
     gate: std::sync::Arc<std::sync::RwLock<()>>,
     captures: Captures,
@@ -70,6 +74,7 @@ impl CudaStaging {
         device_index: u32,
         layout: &ModelLayout,
         graph_max_batch: usize,
+        row_buckets: bool,
     ) -> Result<std::result::Result<Self, String>> {
         let device = Device::new(device_index as usize)?;
         let stream = Stream::new(&device)?;
@@ -115,7 +120,18 @@ impl CudaStaging {
         let binding = session.io_binding()?;
         let gate = capture::gate(device_index);
         let captures = Captures::default();
-        Ok(Ok(CudaStaging { session, binding, inputs, outputs, graph_max_batch, max_batch: layout.max_batch, gate, captures, stream }))
+        Ok(Ok(CudaStaging {
+            session,
+            binding,
+            inputs,
+            outputs,
+            graph_max_batch,
+            row_buckets,
+            max_batch: layout.max_batch,
+            gate,
+            captures,
+            stream,
+        }))
     }
 
     /// The tensors bound now (addresses and shapes).
@@ -139,7 +155,7 @@ impl CudaStaging {
         read: &mut Read<'_>,
     ) -> Result<()> {
         let wanted = |o: &Output| wanted.is_none_or(|w| w.get(o.index).copied().unwrap_or(true));
-        let CudaStaging { session, binding, inputs, outputs, graph_max_batch, max_batch, gate, captures, stream } = self;
+        let CudaStaging { session, binding, inputs, outputs, graph_max_batch, row_buckets, max_batch, gate, captures, stream } = self;
         // Every CUDA call of the run, the host's waits included, happens
         // under the device's gate: shared, or alone for a run that may capture.
         let gate = gate.clone();
@@ -160,6 +176,8 @@ impl CudaStaging {
         let (run_rows, graph) = if rows <= *graph_max_batch {
             let bucket = buckets::batch_bucket(rows, *max_batch);
             (bucket, Some(buckets::graph_id(bucket, seq)))
+        } else if *row_buckets {
+            (buckets::batch_bucket(rows, *max_batch), None)
         } else {
             (rows, None)
         };

@@ -14,7 +14,7 @@
 //! | `instance_group` | `count` instances (batches that run at once) per group, and on `KIND_GPU` per GPU of `gpus` (every visible GPU where none is listed, as Triton does; see `placement`); `kind` (`KIND_AUTO`, `KIND_CPU`, `KIND_GPU`) |
 //! | `version_policy` | `latest { num_versions }`, `all { }`, `specific { versions }` |
 //! | `optimization` | `cuda { graphs, graph_spec [ { batch_size } ] }`: CUDA graphs for ONNX Runtime on a GPU, batches up to the largest listed size (else `max_batch_size`) |
-//! | `parameters` | `{ key: "..." value { string_value: "..." } }` entries, kept in order; trt serve reads `pad.<input>` and `unpad.<output>` on tensor models (module `tensor_padding`), other keys are kept (shown by the config endpoints) with a warning |
+//! | `parameters` | `{ key: "..." value { string_value: "..." } }` entries, kept in order; trt serve reads `pad.<input>` and `unpad.<output>` on tensor models (module `tensor_padding`) and `cuda_row_buckets` (`true`/`false`) on ONNX Runtime models, other keys are kept (shown by the config endpoints) with a warning |
 
 pub mod text_format;
 
@@ -219,6 +219,11 @@ pub struct ModelConfig {
     /// the largest `graph_spec.batch_size` where any is listed, else
     /// `max_batch_size`; 0: no graphs.
     pub cuda_graph_max_batch: usize,
+    /// The `cuda_row_buckets` parameter (`"true"`/`"false"`, default false):
+    /// on a GPU, ONNX Runtime batches larger than the CUDA-graph limit run
+    /// padded to their power-of-two row bucket, sequences to multiples of 8,
+    /// so that kernels that pay per new shape (fused attention) see few.
+    pub cuda_row_buckets: bool,
     /// `parameters` as `(key, string_value)`, in config order, each key once.
     pub parameters: Vec<(String, String)>,
     /// Fields that were ignored, one line each (logged at load).
@@ -265,6 +270,7 @@ impl ModelConfig {
         let mut version_policy = VersionPolicy::Latest(1);
         let mut graphs: Option<Option<usize>> = None;
         let mut parameters: Vec<(String, String)> = Vec::new();
+        let mut cuda_row_buckets = false;
         for f in &root.fields {
             match f.name.as_str() {
                 "name" => name = Some((cx.string(f, "name")?, f.line)),
@@ -305,7 +311,15 @@ impl ModelConfig {
                     if parameters.iter().any(|(k, _)| *k == key) {
                         return Err(err(f.line, "parameters.key", format!("'{key}' is given twice")));
                     }
-                    if !key.starts_with("pad.") && !key.starts_with("unpad.") {
+                    if key == ROW_BUCKETS {
+                        cuda_row_buckets = match value.as_str() {
+                            "true" => true,
+                            "false" => false,
+                            other => {
+                                return Err(err(f.line, "parameters.cuda_row_buckets", format!("'{other}' is neither true nor false")))
+                            }
+                        };
+                    } else if !key.starts_with("pad.") && !key.starts_with("unpad.") {
                         cx.warnings.push(format!("config.pbtxt line {}: parameter '{key}' is not read by trt serve", f.line));
                     }
                     parameters.push((key, value));
@@ -386,11 +400,15 @@ impl ModelConfig {
             instance_groups,
             version_policy,
             cuda_graph_max_batch,
+            cuda_row_buckets,
             parameters,
             warnings: cx.warnings,
         })
     }
 }
+
+/// The parameter that turns row buckets on ([`ModelConfig::cuda_row_buckets`]).
+const ROW_BUCKETS: &str = "cuda_row_buckets";
 
 fn err(line: usize, field: &str, message: String) -> ConfigError {
     ConfigError { line, field: field.to_string(), message }

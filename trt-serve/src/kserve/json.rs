@@ -250,6 +250,17 @@ enum DataJson<'a> {
     Other(Value),
 }
 
+impl DataJson<'_> {
+    /// About how many bytes the elements take as JSON.
+    fn size_hint(&self) -> usize {
+        match self {
+            DataJson::Fp32(v) => v.len() * 15,
+            DataJson::Strings(v) => v.iter().map(|s| s.len() + 3).sum(),
+            DataJson::Other(_) => 0,
+        }
+    }
+}
+
 #[derive(serde::Serialize)]
 struct ResponseJson<'a> {
     #[serde(skip_serializing_if = "str::is_empty")]
@@ -282,8 +293,12 @@ pub fn encode_response(response: &InferResponse) -> (Vec<u8>, Option<usize>) {
             OutputJson { data, datatype: o.data.datatype().as_str(), name: &o.name, parameters, shape: &o.shape }
         })
         .collect();
+    // Sized once for the usual case (an f32 is at most 15 bytes with its comma)
+    // rather than doubled and copied several times per response.
+    let estimate = 256 + binary.len() + outputs.iter().map(|o| o.data.as_ref().map_or(0, DataJson::size_hint) + 96).sum::<usize>();
     let head = ResponseJson { id: &response.id, model_name: &response.model_name, model_version: &response.model_version, outputs };
-    let mut body = serde_json::to_vec(&head).expect("a response serializes");
+    let mut body = Vec::with_capacity(estimate);
+    serde_json::to_writer(&mut body, &head).expect("a response serializes");
     if binary.is_empty() {
         (body, None)
     } else {
