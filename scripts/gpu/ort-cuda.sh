@@ -220,18 +220,22 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
   [ -n "${SERVE_LAYOUTS:-}" ] && IFS=';' read -r -a layouts <<< "$SERVE_LAYOUTS"
   for layout in "${layouts[@]}"; do
     set -- $layout
-    log="$OUT/serve_load_gpu_sessions$1_batch$2_graphs$3.log"
+    tag="sessions$1_batch$2_graphs$3"
+    [ -n "${4:-}" ] && tag="${tag}_$(echo "$4" | sed 's#[^,=~]*/##g; s/SERVE_BENCH_//g' | tr -c 'A-Za-z0-9=_\n' '_' | tr '=' '-' | cut -c1-60)"
+    log="$OUT/serve_load_gpu_$tag.log"
     extra=${4//\~/ }
-    env SERVE_BENCH_INSTANCES=$1 SERVE_BENCH_MAX_BATCH=$2 SERVE_BENCH_GRAPHS=$3 PYTHONPATH=$SITE:$PEER_SITE "${extra%%=*}=${extra#*=}" \
+    # Several settings: NAME=V,NAME=V.
+    IFS=',' read -r -a extras <<< "$extra"
+    env SERVE_BENCH_INSTANCES=$1 SERVE_BENCH_MAX_BATCH=$2 SERVE_BENCH_GRAPHS=$3 PYTHONPATH=$SITE:$PEER_SITE "${extras[@]}" \
       timeout 170 "$W/bin/serve_load" > "$log" 2> "$log.stderr" || echo "serve_load exit $? ($log.stderr)"
-    echo "== sessions $1, max_batch $2, graphs up to $3, ${extra%%=*}"
+    echo "== $tag"
     grep -E "requests/s|ratio_|embeddings_per_s|p50_p99|peer" "$log" || tail -n 5 "$log.stderr"
   done
   nvidia-smi --query-gpu=memory.used,memory.total --format=csv >> "$OUT/host.txt" 2>&1
   # compute-sanitizer memcheck (leaks too) over the backend's CUDA tests, bounded.
   if [ -x "$W/bin/nlp_cuda" ]; then
     timeout 150 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$W/bin/nlp_cuda" \
-      --include-ignored --test-threads 1 cuda_fp32_matches_the_cpu cuda_graphs_replay a_batch_past_the_memory_limit > "$OUT/sanitizer.log" 2>&1
+      --include-ignored --test-threads 1 cuda_fp32_matches_the_cpu cuda_graphs_replay a_batch_past_the_memory_limit row_buckets the_fused_fp16 > "$OUT/sanitizer.log" 2>&1
     echo "compute-sanitizer exit $?"
     grep -E "ERROR SUMMARY|LEAK SUMMARY|test result" "$OUT/sanitizer.log" | tail -n 5
   fi
