@@ -10,12 +10,16 @@
 //! Per batch both sides do the same work: the token tensors go from host
 //! memory to the device, the model runs, every output comes back to host
 //! memory. Timed on the host around each whole batch; median and p99 of
-//! `ORT_CUDA_BENCH_RUNS` (100) after 10 warm-up runs.
+//! `ORT_CUDA_BENCH_RUNS` (100) after 10 warm-up runs. The two sides take
+//! turns shape by shape, in `ORT_CUDA_BENCH_ROUNDS` (4) rounds of a share of
+//! the runs each, Python first in one round and Rust first in the next (the
+//! Python process times on request: `--serve`), so a drift of the GPU's or
+//! the host's speed during the run falls on both sides alike.
 //!
 //! Env: `ORT_CUDA_BENCH_MODELS` (comma-separated ONNX files; default the
 //! setup folder's model.onnx and model_fp16.onnx), `ORT_CUDA_BENCH_BATCHES`
 //! (1,8,32,128,256), `ORT_CUDA_BENCH_SEQ` (128), `ORT_CUDA_BENCH_RUNS`,
-//! `BENCH_PYTHON` (python3). Prints `ratio_vs_python_<model>_b<B>: X.XX`
+//! `ORT_CUDA_BENCH_ROUNDS` (4), `BENCH_PYTHON` (python3). Prints `ratio_vs_python_<model>_b<B>: X.XX`
 //! (Python's median over Rust's: above 1 is faster than Python).
 
 use std::path::{Path, PathBuf};
@@ -40,6 +44,14 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// Median and p99 (ms) of `runs` whole batches of `rows` on `backend`.
 fn time_rust(backend: &OrtBackend, pipeline: &TokenizerPipeline, rows: &[TokenRow], runs: usize) -> (f64, f64) {
+    let mut t = rust_times(backend, pipeline, rows, runs, true);
+    t.sort_by(f64::total_cmp);
+    (percentile(&t, 0.5), percentile(&t, 0.99))
+}
+
+/// The times (ms) of `runs` whole batches of `rows` on `backend`, after 10
+/// warm-up runs where `warm_up`.
+fn rust_times(backend: &OrtBackend, pipeline: &TokenizerPipeline, rows: &[TokenRow], runs: usize, warm_up: bool) -> Vec<f64> {
     let once = || {
         backend.run(&mut |batch| pipeline.pack(rows, batch), &mut |_, outputs| {
             // Touch every output so the download is not skipped.
@@ -47,38 +59,102 @@ fn time_rust(backend: &OrtBackend, pipeline: &TokenizerPipeline, rows: &[TokenRo
             Ok(())
         })
     };
-    for _ in 0..10 {
-        once().unwrap();
+    if warm_up {
+        for _ in 0..10 {
+            once().unwrap();
+        }
     }
-    let mut t: Vec<f64> = (0..runs)
+    (0..runs)
         .map(|_| {
             let s = Instant::now();
             once().unwrap();
             s.elapsed().as_secs_f64() * 1e3
         })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    (percentile(&t, 0.5), percentile(&t, 0.99))
+        .collect()
 }
 
-fn python(model: &Path, batches: &str, seq: usize, runs: usize) -> Vec<(usize, f64, f64)> {
-    let default_script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benches/ort_cuda_python.py");
-    let script = std::env::var_os("ORT_CUDA_BENCH_SCRIPT").map(PathBuf::from).unwrap_or(default_script);
-    let out = Command::new(env("BENCH_PYTHON", "python3"))
-        .arg(script)
-        .arg(model)
-        .args(["--batches", batches, "--seq", &seq.to_string(), "--runs", &runs.to_string()])
-        .output()
-        .expect("run the Python baseline");
-    if !out.status.success() {
-        println!("python baseline failed: {}", String::from_utf8_lossy(&out.stderr));
-        return Vec::new();
+/// The Python baseline timing on request (`ort_cuda_python.py --serve`).
+struct PythonTimer {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl PythonTimer {
+    fn start(model: &Path, batches: &str, seq: usize) -> std::io::Result<PythonTimer> {
+        let mut child = Command::new(env("BENCH_PYTHON", "python3"))
+            .arg(python_script())
+            .arg(model)
+            .args(["--batches", batches, "--seq", &seq.to_string(), "--serve"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()?;
+        let input = child.stdin.take().expect("piped stdin");
+        let output = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        Ok(PythonTimer { child, input, output })
     }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .map(|v| (v["batch"].as_u64().unwrap() as usize, v["p50_ms"].as_f64().unwrap(), v["p99_ms"].as_f64().unwrap()))
-        .collect()
+
+    /// The times (ms) of `runs` batches of `batch` rows.
+    fn time(&mut self, batch: usize, runs: usize) -> Option<Vec<f64>> {
+        use std::io::{BufRead, Write};
+        writeln!(self.input, "{batch} {runs}").ok()?;
+        let mut line = String::new();
+        self.output.read_line(&mut line).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&line).ok()?;
+        v["times_ms"].as_array()?.iter().map(|t| t.as_f64()).collect()
+    }
+}
+
+impl Drop for PythonTimer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn python_script() -> PathBuf {
+    let default_script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benches/ort_cuda_python.py");
+    std::env::var_os("ORT_CUDA_BENCH_SCRIPT").map(PathBuf::from).unwrap_or(default_script)
+}
+
+/// Median and p99 of each side per batch size, the sides taking turns per
+/// shape over `rounds` rounds; `None` for Python where it failed.
+#[allow(clippy::type_complexity)]
+fn interleaved(
+    backend: &OrtBackend,
+    pipeline: &TokenizerPipeline,
+    rows: &[TokenRow],
+    python: &mut Option<PythonTimer>,
+    batches: &[usize],
+    runs: usize,
+    rounds: usize,
+) -> Vec<((f64, f64), Option<(f64, f64)>)> {
+    let share = runs.div_ceil(rounds.max(1));
+    let mut rust: Vec<Vec<f64>> = vec![Vec::new(); batches.len()];
+    let mut py: Vec<Option<Vec<f64>>> = vec![Some(Vec::new()); batches.len()];
+    for round in 0..rounds.max(1) {
+        for (i, &b) in batches.iter().enumerate() {
+            let mut python_turn = |py: &mut Option<Vec<f64>>| {
+                let got = python.as_mut().and_then(|p| p.time(b, share));
+                match (py.as_mut(), got) {
+                    (Some(v), Some(t)) => v.extend(t),
+                    _ => *py = None,
+                }
+            };
+            if round % 2 == 0 {
+                python_turn(&mut py[i]);
+                rust[i].extend(rust_times(backend, pipeline, &rows[..b], share, round == 0));
+            } else {
+                rust[i].extend(rust_times(backend, pipeline, &rows[..b], share, false));
+                python_turn(&mut py[i]);
+            }
+        }
+    }
+    let stats = |mut t: Vec<f64>| {
+        t.sort_by(f64::total_cmp);
+        (percentile(&t, 0.5), percentile(&t, 0.99))
+    };
+    rust.into_iter().zip(py).map(|(r, p)| (stats(r), p.filter(|p| !p.is_empty()).map(stats))).collect()
 }
 
 fn main() {
@@ -89,6 +165,7 @@ fn main() {
     let batches: Vec<usize> = batches_arg.split(',').map(|b| b.parse().unwrap()).collect();
     let seq: usize = env("ORT_CUDA_BENCH_SEQ", "128").parse().unwrap();
     let runs: usize = env("ORT_CUDA_BENCH_RUNS", "100").parse().unwrap();
+    let rounds: usize = env("ORT_CUDA_BENCH_ROUNDS", "4").parse().unwrap();
     let max_batch = batches.iter().copied().max().unwrap_or(1);
     let tokenizer = folder.join("tokenizer.json");
     let pipeline = TokenizerPipeline::builder(seq).padding(Padding::Longest).threads(1).from_file(&tokenizer).unwrap();
@@ -107,7 +184,9 @@ fn main() {
             TokenRow::new(ids, None).unwrap()
         })
         .collect();
-    println!("# model-only, seq {seq}, {runs} runs per shape, median / p99 per whole batch (upload, run, download)");
+    println!(
+        "# model-only, seq {seq}, {runs} runs per shape in {rounds} rounds taking turns with Python, median / p99 per whole batch (upload, run, download)"
+    );
     println!(
         "{:<18} {:>5} {:>12} {:>12} {:>12} {:>12} {:>8}",
         "model", "batch", "rust p50", "rust p99", "python p50", "python p99", "ratio"
@@ -115,12 +194,19 @@ fn main() {
     let mut ratios = Vec::new();
     for model in &models {
         let name = model.file_stem().unwrap().to_string_lossy().into_owned();
-        let py = python(model, &batches_arg, seq, runs);
+        let mut python = match PythonTimer::start(model, &batches_arg, seq) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                println!("python baseline failed to start: {e}");
+                None
+            }
+        };
         let options = OrtBackendOptions { provider: Provider::Cuda { device: 0 }, max_batch, max_seq: seq, ..Default::default() };
         let backend = OrtBackend::new(model, &options).unwrap();
-        for &b in &batches {
-            let (p50, p99) = time_rust(&backend, &pipeline, &rows[..b], runs);
-            let (pp50, pp99) = py.iter().find(|r| r.0 == b).map(|r| (r.1, r.2)).unwrap_or((f64::NAN, f64::NAN));
+        let timed = interleaved(&backend, &pipeline, &rows, &mut python, &batches, runs, rounds);
+        drop(python);
+        for (&b, ((p50, p99), py)) in batches.iter().zip(timed) {
+            let (pp50, pp99) = py.unwrap_or((f64::NAN, f64::NAN));
             println!("{name:<18} {b:>5} {p50:>9.3} ms {p99:>9.3} ms {pp50:>9.3} ms {pp99:>9.3} ms {:>8.2}", pp50 / p50);
             ratios.push(format!("ratio_vs_python_{name}_b{b}: {:.2}", pp50 / p50));
         }
