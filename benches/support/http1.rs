@@ -10,6 +10,16 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+/// A whole POST of `body` into `out` (head and body, sent in one write).
+fn request(out: &mut Vec<u8>, host: &str, path: &str, body: &[u8]) {
+    out.clear();
+    out.extend_from_slice(
+        format!("POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len())
+            .as_bytes(),
+    );
+    out.extend_from_slice(body);
+}
+
 /// One keep-alive HTTP/1.1 connection.
 pub struct Conn {
     reader: BufReader<TcpStream>,
@@ -28,13 +38,7 @@ impl Conn {
 
     /// POSTs `body`; returns the status and the response body.
     pub fn post(&mut self, host: &str, path: &str, body: &[u8]) -> std::io::Result<(u16, Vec<u8>)> {
-        self.out.clear();
-        write!(
-            self.out,
-            "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        )?;
-        self.out.extend_from_slice(body);
+        request(&mut self.out, host, path, body);
         self.writer.write_all(&self.out)?;
         let mut line = String::new();
         self.reader.read_line(&mut line)?;
@@ -83,13 +87,7 @@ impl AsyncConn {
     /// POSTs `body`; returns the status once the whole response is read.
     pub async fn post(&mut self, host: &str, path: &str, body: &[u8]) -> std::io::Result<u16> {
         use tokio::io::AsyncWriteExt;
-        self.out.clear();
-        write!(
-            self.out,
-            "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        )?;
-        self.out.extend_from_slice(body);
+        request(&mut self.out, host, path, body);
         let timeout = Duration::from_secs(60);
         let io = async {
             self.stream.write_all(&self.out).await?;
