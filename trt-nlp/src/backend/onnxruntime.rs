@@ -139,7 +139,9 @@ pub struct OrtBackend {
     outputs: Vec<String>,
     provider: String,
     cuda_device: Option<u32>,
-    graphs: bool,
+    /// Batches run at bucketed shapes (CUDA graphs or row buckets): sequences
+    /// are padded to multiples of 8.
+    shape_buckets: bool,
 }
 
 impl std::fmt::Debug for OrtBackend {
@@ -206,8 +208,8 @@ impl OrtBackend {
         }
         let outputs = layout.outputs.iter().map(|o| o.name.clone()).collect();
         // Sequences padded to multiples of 8: fewer graphs, fewer shapes.
-        let graphs = cuda_device.is_some() && (options.cuda_graph_max_batch > 0 || options.cuda_row_buckets);
-        Ok(OrtBackend { pool: Pool::from_items(slots), layout, outputs, provider, cuda_device, graphs })
+        let shape_buckets = cuda_device.is_some() && (options.cuda_graph_max_batch > 0 || options.cuda_row_buckets);
+        Ok(OrtBackend { pool: Pool::from_items(slots), layout, outputs, provider, cuda_device, shape_buckets })
     }
 
     /// The CUDA device the sessions run on (`None`: the CPU).
@@ -372,7 +374,7 @@ impl Backend for OrtBackend {
     fn sequence_multiple(&self) -> usize {
         // CUDA graphs replay one shape each, and row buckets bound the shapes
         // a session sees: fewer sequence lengths, fewer graphs and shapes.
-        if self.graphs {
+        if self.shape_buckets {
             8
         } else {
             1
