@@ -52,50 +52,83 @@ pub fn load(addr: &str, path: &str, bodies: &Arc<Vec<Vec<u8>>>, concurrency: usi
     }
 }
 
+/// What every client of one level shares: the next request to claim, and
+/// when to stop.
+struct Claims {
+    next: AtomicUsize,
+    requests: usize,
+    deadline: Instant,
+}
+
+impl Claims {
+    /// The index of the next request to send, until the count or the time is up.
+    fn claim(&self) -> Option<usize> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        (i < self.requests && Instant::now() < self.deadline).then_some(i)
+    }
+}
+
+/// One client's outcomes.
+#[derive(Default)]
+struct Tally {
+    latencies: Vec<Duration>,
+    failed: usize,
+}
+
+impl Tally {
+    /// Counts a request sent at `sent` that ended with `status`; true when
+    /// the connection broke and must be opened again.
+    fn record(&mut self, status: std::io::Result<u16>, sent: Instant) -> bool {
+        match status {
+            Ok(200) => self.latencies.push(sent.elapsed()),
+            Ok(_) => self.failed += 1,
+            Err(_) => {
+                self.failed += 1;
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// The level's outcome from every client's tally (all of them done: the
+/// level's time ends now).
+fn level(tallies: Vec<Tally>, started: Instant) -> Level {
+    let elapsed = started.elapsed();
+    let (mut latencies, mut failed) = (Vec::new(), 0);
+    for t in tallies {
+        latencies.extend(t.latencies);
+        failed += t.failed;
+    }
+    latencies.sort_unstable();
+    Level { done: latencies.len(), failed, elapsed, latencies }
+}
+
 fn load_blocking(addr: &str, path: &str, bodies: &Arc<Vec<Vec<u8>>>, concurrency: usize, requests: usize, limit: Duration) -> Level {
-    let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
-    let deadline = started + limit;
+    let claims = Arc::new(Claims { next: AtomicUsize::new(0), requests, deadline: started + limit });
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
-            let (next, bodies, addr, path) = (next.clone(), bodies.clone(), addr.to_string(), path.to_string());
+            let (claims, bodies, addr, path) = (claims.clone(), bodies.clone(), addr.to_string(), path.to_string());
             std::thread::spawn(move || {
-                let mut lat = Vec::new();
-                let mut failed = 0;
+                let mut tally = Tally::default();
                 let mut conn = Conn::open(&addr).ok();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= requests || Instant::now() >= deadline {
-                        break;
-                    }
+                while let Some(i) = claims.claim() {
                     let t = Instant::now();
                     let status = match conn.as_mut() {
-                        Some(c) => c.post(&addr, &path, &bodies[i % bodies.len()]),
+                        Some(c) => c.post(&addr, &path, &bodies[i % bodies.len()]).map(|(code, _)| code),
                         None => Err(std::io::Error::other("no connection")),
                     };
-                    match status.map(|(code, _)| code) {
-                        Ok(200) => lat.push(t.elapsed()),
-                        Ok(_) => failed += 1,
-                        Err(_) => {
-                            failed += 1;
-                            conn = Conn::open(&addr).ok();
-                        }
+                    if tally.record(status, t) {
+                        conn = Conn::open(&addr).ok();
                     }
                 }
-                (lat, failed)
+                tally
             })
         })
         .collect();
-    let mut latencies = Vec::new();
-    let mut failed = 0;
-    for w in workers {
-        let (l, f) = w.join().expect("load thread");
-        latencies.extend(l);
-        failed += f;
-    }
-    let elapsed = started.elapsed();
-    latencies.sort_unstable();
-    Level { done: latencies.len(), failed, elapsed, latencies }
+    let tallies: Vec<Tally> = workers.into_iter().map(|w| w.join().expect("load thread")).collect();
+    level(tallies, started)
 }
 
 fn load_async(
@@ -108,53 +141,36 @@ fn load_async(
     limit: Duration,
 ) -> Level {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build().expect("client runtime");
-    let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
-    let deadline = started + limit;
-    let (latencies, failed) = runtime.block_on(async {
+    let claims = Arc::new(Claims { next: AtomicUsize::new(0), requests, deadline: started + limit });
+    let tallies = runtime.block_on(async {
         let tasks: Vec<_> = (0..concurrency)
             .map(|_| {
-                let (next, bodies, addr, path) = (next.clone(), bodies.clone(), addr.to_string(), path.to_string());
+                let (claims, bodies, addr, path) = (claims.clone(), bodies.clone(), addr.to_string(), path.to_string());
                 tokio::spawn(async move {
-                    let mut lat = Vec::new();
-                    let mut failed = 0;
+                    let mut tally = Tally::default();
                     let mut conn = crate::http1::AsyncConn::open(&addr).await.ok();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= requests || Instant::now() >= deadline {
-                            break;
-                        }
+                    while let Some(i) = claims.claim() {
                         let t = Instant::now();
                         let status = match conn.as_mut() {
                             Some(c) => c.post(&addr, &path, &bodies[i % bodies.len()]).await,
                             None => Err(std::io::Error::other("no connection")),
                         };
-                        match status {
-                            Ok(200) => lat.push(t.elapsed()),
-                            Ok(_) => failed += 1,
-                            Err(_) => {
-                                failed += 1;
-                                conn = crate::http1::AsyncConn::open(&addr).await.ok();
-                            }
+                        if tally.record(status, t) {
+                            conn = crate::http1::AsyncConn::open(&addr).await.ok();
                         }
                     }
-                    (lat, failed)
+                    tally
                 })
             })
             .collect();
-        let mut latencies = Vec::new();
-        let mut failed = 0;
+        let mut tallies = Vec::with_capacity(tasks.len());
         for t in tasks {
-            let (l, f) = t.await.expect("load task");
-            latencies.extend(l);
-            failed += f;
+            tallies.push(t.await.expect("load task"));
         }
-        (latencies, failed)
+        tallies
     });
-    let elapsed = started.elapsed();
-    let mut latencies = latencies;
-    latencies.sort_unstable();
-    Level { done: latencies.len(), failed, elapsed, latencies }
+    level(tallies, started)
 }
 
 /// This process's CPU time so far (user + system), from /proc (Linux); zero elsewhere.
