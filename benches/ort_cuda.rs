@@ -44,9 +44,13 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// Median and p99 (ms) of `runs` whole batches of `rows` on `backend`.
 fn time_rust(backend: &OrtBackend, pipeline: &TokenizerPipeline, rows: &[TokenRow], runs: usize) -> (f64, f64) {
-    let mut t = rust_times(backend, pipeline, rows, runs, true);
-    t.sort_by(f64::total_cmp);
-    (percentile(&t, 0.5), percentile(&t, 0.99))
+    p50_p99(rust_times(backend, pipeline, rows, runs, true))
+}
+
+/// Median and p99 of `times`.
+fn p50_p99(mut times: Vec<f64>) -> (f64, f64) {
+    times.sort_by(f64::total_cmp);
+    (percentile(&times, 0.5), percentile(&times, 0.99))
 }
 
 /// The times (ms) of `runs` whole batches of `rows` on `backend`, after 10
@@ -150,11 +154,7 @@ fn interleaved(
             }
         }
     }
-    let stats = |mut t: Vec<f64>| {
-        t.sort_by(f64::total_cmp);
-        (percentile(&t, 0.5), percentile(&t, 0.99))
-    };
-    rust.into_iter().zip(py).map(|(r, p)| (stats(r), p.filter(|p| !p.is_empty()).map(stats))).collect()
+    rust.into_iter().zip(py).map(|(r, p)| (p50_p99(r), p.filter(|p| !p.is_empty()).map(p50_p99))).collect()
 }
 
 fn main() {
