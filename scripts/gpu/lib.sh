@@ -52,3 +52,9 @@ embed16() {
   } > "$OUT/embed_cpu.log" 2>&1
   tail -n 4 "$OUT/embed_cpu.log"
 }
+
+# settings_tag "A=V,B=/x/y": a layout's settings as a file-name part
+# ("A-V_B-y"): paths cut to their last part, SERVE_BENCH_ dropped.
+settings_tag() {
+  echo "$1" | sed 's#[^,=~]*/##g; s/SERVE_BENCH_//g' | tr -c 'A-Za-z0-9=_\n' '_' | tr '=' '-' | cut -c1-60
+}

@@ -137,7 +137,7 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
     bin=serve_load
     case $extra in BIN=*) bin=${extra#BIN=}; extra=SERVE_BENCH_NOTE= ;; esac
     # Layouts that differ only in the setting keep their logs apart.
-    [ -n "${4:-}" ] && tag="${tag}_$(echo "$4" | sed 's#[^,=]*/##g; s/SERVE_BENCH_//g' | tr -c 'A-Za-z0-9=_\n' '_' | tr '=' '-' | cut -c1-60)"
+    [ -n "${4:-}" ] && tag="${tag}_$(settings_tag "$4")"
     log="$OUT/profile_$tag.log"
     # Several settings: NAME=V,NAME=V.
     IFS=',' read -r -a extras <<< "$extra"
@@ -221,7 +221,7 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
   for layout in "${layouts[@]}"; do
     set -- $layout
     tag="sessions$1_batch$2_graphs$3"
-    [ -n "${4:-}" ] && tag="${tag}_$(echo "$4" | sed 's#[^,=~]*/##g; s/SERVE_BENCH_//g' | tr -c 'A-Za-z0-9=_\n' '_' | tr '=' '-' | cut -c1-60)"
+    [ -n "${4:-}" ] && tag="${tag}_$(settings_tag "$4")"
     log="$OUT/serve_load_gpu_$tag.log"
     extra=${4//\~/ }
     # Several settings: NAME=V,NAME=V.
