@@ -10,7 +10,7 @@ use half::{bf16, f16};
 use std::time::Duration;
 use trt_cuda::{
     device_count, driver_available, driver_version, is_capture_error, CaptureMode, CudaGraph, Device, DeviceBuffer, Element, Event,
-    GraphResource, PinnedBuffer, Pool, Stream, StreamGate, DEVICE_ALIGNMENT,
+    GraphResource, PinnedBuffer, Pool, StagedBuffer, Stream, StreamGate, DEVICE_ALIGNMENT,
 };
 use trt_cuda::{ElementType, Error};
 
@@ -83,6 +83,7 @@ fn thread_safety_markers() {
     send_sync::<DeviceBuffer<bool>>();
     send_sync::<PinnedBuffer<f16>>();
     send_sync::<PinnedBuffer<bool>>();
+    send_sync::<StagedBuffer<i64>>();
     send::<CudaGraph>();
     send::<Box<dyn GraphResource>>();
     assert_eq!(CaptureMode::default(), CaptureMode::ThreadLocal);
@@ -264,6 +265,44 @@ fn async_copies_every_element_type() {
     roundtrip(&device, &stream, &(0..n).map(|i| (i * 31 % 256) as u8).collect::<Vec<_>>());
     roundtrip(&device, &stream, &(0..n).map(|i| i % 3 == 0).collect::<Vec<_>>());
     device.check_deferred_error().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (run with --include-ignored on the GPU host)"]
+fn staged_buffers_order_their_copies_on_their_stream() {
+    let (_device, stream) = gpu();
+    // 64 MiB: each copy takes long enough that a host view that did not wait
+    // for it would see (or make) a half-done copy.
+    let n = 16 << 20;
+    let mut a = StagedBuffer::<f32>::zeros(n, &stream).unwrap();
+    let mut b = StagedBuffer::<i64>::zeros(1000, &stream).unwrap();
+    assert_eq!((a.len(), b.len()), (n, 1000));
+    assert!(a.device_address().is_multiple_of(DEVICE_ALIGNMENT as u64));
+    assert!(a.host().unwrap().iter().all(|&x| x == 0.0));
+    for (i, x) in a.host_mut().unwrap().iter_mut().enumerate() {
+        *x = i as f32;
+    }
+    b.host_mut().unwrap().iter_mut().enumerate().for_each(|(i, x)| *x = -(i as i64) << 33);
+    a.upload(n).unwrap();
+    b.upload(1000).unwrap();
+    // Waits for the upload before the host overwrites what it reads.
+    a.host_mut().unwrap().fill(-1.0);
+    b.host_mut().unwrap().fill(0);
+    a.download(n).unwrap();
+    b.download(500).unwrap();
+    // Each view waits for its download (the second covered by the first's wait).
+    assert!(a.host().unwrap().iter().enumerate().all(|(i, &x)| x == i as f32), "f32 x {n}: staged round trip");
+    let back = b.host().unwrap();
+    assert!(back[..500].iter().enumerate().all(|(i, &x)| x == -(i as i64) << 33), "i64: the partial download");
+    assert!(back[500..].iter().all(|&x| x == 0), "i64: past the partial download, the host is untouched");
+    assert!(matches!(a.upload(n + 1), Err(Error::InvalidArgument(_))));
+    assert!(matches!(b.download(1001), Err(Error::InvalidArgument(_))));
+    // A copy still in flight when the buffer is dropped: the drop waits for it.
+    a.upload(n).unwrap();
+    drop(a);
+    let empty = StagedBuffer::<bool>::zeros(0, &stream).unwrap();
+    assert!(empty.is_empty() && empty.host().unwrap().is_empty());
+    stream.device().check_deferred_error().unwrap();
 }
 
 #[test]

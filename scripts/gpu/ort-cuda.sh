@@ -10,10 +10,13 @@
 #     (FP32 and FP16, from the FP16-stored weights: the FP32 file does not fit
 #     a call) and keeps the weights for PyTorch.
 #   2 (.gpu/c2: ort-b, bins with the CUDA tests): reassembles ONNX Runtime
-#     (SHA-256 checked) and runs the CUDA tests (onnx_cuda, nlp_cuda, serve_gpu).
+#     (SHA-256 checked) and runs the CUDA tests (cuda, onnx_cuda, nlp_cuda,
+#     serve_gpu); SANITIZE=1: then compute-sanitizer over the staging tests.
 #   3 (.gpu/c3: bins with the model benches, rtx.part00): the model-only bench
 #     twice (Rust vs Python onnxruntime-gpu) and the end-to-end embedding bench
-#     (vs Python onnxruntime-gpu and PyTorch FP16 eager).
+#     (vs Python onnxruntime-gpu and PyTorch FP16 eager). With an
+#     ort_cuda_old.xz beside ort_cuda.xz (another build), each pass runs both
+#     builds one after the other.
 #   4 (.gpu/c4: bins with trt and serve_load, peer-wheels, rtx.part01, the
 #     probe model external_weights.onnx/.bin): scripts/gpu-conformance
 #     --check-only with the TensorRT-RTX libraries of .deps/lib (a tar.xz in
@@ -50,6 +53,20 @@ export PYTHONUNBUFFERED=1
 export RUST_LOG=${RUST_LOG:-info}
 export BENCH_PYTHON=python3
 
+# compute-sanitizer memcheck (leaks too) over the backend's CUDA tests and
+# the staging buffers' test, bounded, into $OUT/sanitizer.log.
+sanitize() {
+  {
+    timeout 150 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$W/bin/nlp_cuda" \
+      --include-ignored --test-threads 1 cuda_fp32_matches_the_cpu cuda_graphs_replay a_batch_past_the_memory_limit row_buckets the_fused_fp16
+    echo "compute-sanitizer nlp_cuda exit $?"
+    [ -x "$W/bin/cuda" ] && timeout 60 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$W/bin/cuda" \
+      --include-ignored --test-threads 1 staged_buffers
+    echo "compute-sanitizer cuda exit $?"
+  } > "$OUT/sanitizer.log" 2>&1
+  grep -E "ERROR SUMMARY|LEAK SUMMARY|test result|exit" "$OUT/sanitizer.log"
+}
+
 case "${1:?step 0, 1, 2, 3, 4 or 5}" in
 0)
   cp .gpu/c0/ort-a "$W/ort-a" && ls -la "$W/ort-a"
@@ -70,14 +87,16 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
   python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$W/ort.tar.xz" "$SITE" || exit 1
   python3 -c 'import onnxruntime as o; print(o.__version__, o.__file__, o.get_available_providers())' | tee "$OUT/python_ort.txt"
   [ "${SKIP_TESTS:-0}" = 1 ] && { echo "tests skipped (SKIP_TESTS=1)"; exit 0; }
-  unpack .gpu/c2/bins "$W/bin" onnx_cuda nlp_cuda serve_gpu || exit 1
+  unpack .gpu/c2/bins "$W/bin" cuda onnx_cuda nlp_cuda serve_gpu || exit 1
   {
     echo "# $(date -u +%FT%TZ) ORT_DYLIB_PATH=$ORT_DYLIB_PATH"
+    "$W/bin/cuda" --include-ignored --nocapture --test-threads 1
     "$W/bin/onnx_cuda" --include-ignored --nocapture --test-threads 1
     "$W/bin/nlp_cuda" --include-ignored --nocapture --test-threads 1
     "$W/bin/serve_gpu" --include-ignored --nocapture --test-threads 1
   } > "$OUT/tests.log" 2>&1
   grep -E "^test |test result|max abs diff|a 256 x 512|CUDA graphs vs|panicked" "$OUT/tests.log"
+  [ "${SANITIZE:-0}" = 1 ] && sanitize
   ;;
 5)
   # Where a loaded server's time goes: serve_load at its concurrencies (512
@@ -174,13 +193,17 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
   [ -f "$ORT_DYLIB_PATH" ] || { echo "ort-cuda.sh 3: call 2 first, on the same warm machine" >&2; exit 1; }
   unpack .gpu/c3/bins "$W/bin" ort_cuda embed_cuda || exit 1
   [ -f .gpu/c3/rtx.part00 ] && cp .gpu/c3/rtx.part00 "$W/rtx.part00"
+  builds=ort_cuda
+  [ -f .gpu/c3/bins/ort_cuda_old.xz ] && unpack .gpu/c3/bins "$W/bin" ort_cuda_old && builds="ort_cuda ort_cuda_old"
   # Model only, twice: the spread between two runs of the same shapes shows
   # (SKIP_MODEL_BENCH=1: only the end-to-end bench).
   for run in $(seq 1 "${MODEL_BENCH_PASSES:-2}"); do
     [ "${SKIP_MODEL_BENCH:-0}" = 1 ] && break
-    ORT_CUDA_BENCH_SCRIPT=benches/ort_cuda_python.py ORT_CUDA_BENCH_RUNS=200 timeout 200 "$W/bin/ort_cuda" > "$OUT/ort_cuda_run$run.log" 2> "$OUT/ort_cuda_run$run.stderr"
-    echo "== ort_cuda run $run (exit $?)"
-    grep -E "^ratio|^cuda_graphs" "$OUT/ort_cuda_run$run.log"
+    for b in $builds; do
+      ORT_CUDA_BENCH_SCRIPT=benches/ort_cuda_python.py ORT_CUDA_BENCH_RUNS=${ORT_CUDA_BENCH_RUNS:-200} timeout 200 "$W/bin/$b" > "$OUT/${b}_run$run.log" 2> "$OUT/${b}_run$run.stderr"
+      echo "== $b run $run (exit $?)"
+      grep -E "^ratio|^cuda_graphs" "$OUT/${b}_run$run.log" | tr '\n' ' '; echo
+    done
   done
   [ "${SKIP_EMBED_BENCH:-0}" = 1 ] && exit 0
   EMBED_CUDA_WEIGHTS=$W/weights timeout 300 "$W/bin/embed_cuda" > "$OUT/embed_cuda.log" 2> "$OUT/embed_cuda.stderr"
@@ -232,12 +255,6 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
     grep -E "requests/s|ratio_|embeddings_per_s|p50_p99|peer" "$log" || tail -n 5 "$log.stderr"
   done
   nvidia-smi --query-gpu=memory.used,memory.total --format=csv >> "$OUT/host.txt" 2>&1
-  # compute-sanitizer memcheck (leaks too) over the backend's CUDA tests, bounded.
-  if [ -x "$W/bin/nlp_cuda" ]; then
-    timeout 150 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$W/bin/nlp_cuda" \
-      --include-ignored --test-threads 1 cuda_fp32_matches_the_cpu cuda_graphs_replay a_batch_past_the_memory_limit row_buckets the_fused_fp16 > "$OUT/sanitizer.log" 2>&1
-    echo "compute-sanitizer exit $?"
-    grep -E "ERROR SUMMARY|LEAK SUMMARY|test result" "$OUT/sanitizer.log" | tail -n 5
-  fi
+  [ -x "$W/bin/nlp_cuda" ] && sanitize
   ;;
 esac

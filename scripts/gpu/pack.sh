@@ -12,7 +12,8 @@ if [ "${ONLY:-}" = serve ]; then
   cargo build --release -p trt-cli --bin trt --bench serve_load
 else
   cargo build --release -p trt-cli --bin trt --bench serve_load \
-    -p trt-nlp --test nlp_cuda --bench ort_cuda --bench embed_cuda -p trt-onnx --test onnx_cuda -p trt-serve --test serve_gpu
+    -p trt-nlp --test nlp_cuda --bench ort_cuda --bench embed_cuda -p trt-onnx --test onnx_cuda -p trt-serve --test serve_gpu \
+    -p trt-cuda --test cuda
 fi
 newest() { ls -t "$TARGET"/release/deps/"$1"-* | grep -vE '\.(d|rlib|rmeta)$' | head -n 1; }
 # pack DEST NAME SRC [--strip-debug]: the last keeps the symbol table (for
@@ -24,7 +25,7 @@ pack() {
   xz -T2 -6 -f "$dest/$name"
 }
 if [ "${ONLY:-}" != serve ]; then
-  for t in onnx_cuda nlp_cuda serve_gpu; do pack .gpu/c2/bins "$t" "$(newest "$t")"; done
+  for t in cuda onnx_cuda nlp_cuda serve_gpu; do pack .gpu/c2/bins "$t" "$(newest "$t")"; done
   for t in ort_cuda embed_cuda; do pack .gpu/c3/bins "$t" "$(newest "$t")"; done
 fi
 pack .gpu/c4/bins trt "$TARGET/release/trt" --strip-debug

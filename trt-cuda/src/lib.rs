@@ -17,6 +17,7 @@
 //! | [`Event`] | a CUDA event (synchronization, timing) | [`Event::new`] |
 //! | [`DeviceBuffer<T>`] | a typed device allocation (`cuMemAllocAsync`) | [`DeviceBuffer::zeros`] |
 //! | [`PinnedBuffer<T>`] | typed page-locked host memory (`cuMemHostAlloc`) | [`PinnedBuffer::zeros`] |
+//! | [`StagedBuffer<T>`] | pinned and device memory of one tensor, copied on one stream without event tracking | [`StagedBuffer::zeros`] |
 //! | [`CudaGraph`] | a captured, instantiated CUDA graph | [`CudaGraph::capture`] |
 //! | [`Pool`] | a fixed set of items (streams with their buffers, ...) checked out one thread at a time | [`Pool::from_items`] |
 //! | [`StreamGate`] | a host-opened hold on a stream (observing orderings) | [`StreamGate::close`] |
@@ -62,6 +63,10 @@
 //! * **Raw addresses** for TensorRT come from [`DeviceBuffer::device_ptr`],
 //!   which returns a guard: enqueue the work that uses the address on the given
 //!   stream while the guard lives; dropping the guard records that use.
+//! * **One stream, no tracking**: a [`StagedBuffer`]'s two halves are used
+//!   only on its own stream, so its copies are ordered by that stream alone
+//!   (no events); its host views wait for its last copy by a stream
+//!   synchronize, skipped where one since has covered it.
 //! * **Graphs** ([`CudaGraph`]) are captured on a private stream and must be
 //!   given every buffer they use at each launch, so the same rules apply to
 //!   replays.
@@ -95,6 +100,7 @@ mod gate;
 mod graph;
 mod pinned;
 mod pool;
+mod staged;
 mod stream;
 
 pub use buffer::{DeviceBuffer, DevicePtrGuard};
@@ -106,6 +112,7 @@ pub use gate::StreamGate;
 pub use graph::{is_capture_error, CaptureMode, CudaGraph, GraphCapture, GraphResource};
 pub use pinned::PinnedBuffer;
 pub use pool::{Checkout, Pool};
+pub use staged::StagedBuffer;
 pub use stream::{Event, Stream};
 
 /// The raw CUDA stream handle (`CUstream`, the same handle as the runtime's `cudaStream_t`).

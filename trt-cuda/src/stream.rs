@@ -3,6 +3,7 @@
 use super::{cuda_err, Device, RawEvent, RawStream};
 use crate::{Error, Result};
 use cudarc::driver::{sys, CudaEvent, CudaStream};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// An owned, non-blocking CUDA stream (`CU_STREAM_NON_BLOCKING`, never the legacy
@@ -19,13 +20,24 @@ use std::sync::Arc;
 pub struct Stream {
     inner: Arc<CudaStream>,
     device: Device,
+    syncs: Arc<SyncCount>,
+}
+
+/// Copies enqueued without event tracking ([`StagedBuffer`](super::StagedBuffer)),
+/// counted, and how far a host wait on the stream is known to have reached.
+#[derive(Debug, Default)]
+struct SyncCount {
+    /// Tickets handed out, one per untracked copy, after it was enqueued.
+    enqueued: AtomicU64,
+    /// Every ticket up to this one was enqueued before a completed synchronize.
+    completed: AtomicU64,
 }
 
 impl Stream {
     /// Creates a new non-blocking stream on `device`.
     pub fn new(device: &Device) -> Result<Stream> {
         let inner = device.ctx().new_stream().map_err(cuda_err("cuStreamCreate"))?;
-        Ok(Stream { inner, device: device.clone() })
+        Ok(Stream { inner, device: device.clone(), syncs: Arc::default() })
     }
 
     /// The device this stream belongs to.
@@ -35,7 +47,32 @@ impl Stream {
 
     /// Blocks until all work enqueued on this stream so far has completed.
     pub fn synchronize(&self) -> Result<()> {
-        self.inner.synchronize().map_err(cuda_err("cuStreamSynchronize"))
+        // Read before the wait: copies ticketed after it may still be running.
+        let enqueued = self.syncs.enqueued.load(Ordering::Acquire);
+        self.inner.synchronize().map_err(cuda_err("cuStreamSynchronize"))?;
+        self.syncs.completed.fetch_max(enqueued, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// A ticket for work the caller has just enqueued on this stream: once
+    /// [`wait_for`](Self::wait_for) of it returns, that work has completed.
+    /// Take it after enqueueing, never before.
+    pub(crate) fn ticket(&self) -> u64 {
+        self.syncs.enqueued.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// Blocks until the work of `ticket` has completed: at once where a
+    /// synchronize since covered it, else by synchronizing the stream.
+    pub(crate) fn wait_for(&self, ticket: u64) -> Result<()> {
+        if ticket > self.syncs.completed.load(Ordering::Acquire) {
+            self.synchronize()?;
+        }
+        Ok(())
+    }
+
+    /// Another handle of this stream (the same `CUstream` and counts).
+    pub(crate) fn share(&self) -> Stream {
+        Stream { inner: self.inner.clone(), device: self.device.clone(), syncs: self.syncs.clone() }
     }
 
     /// Makes all future work on this stream wait until `event`'s recorded work completes.

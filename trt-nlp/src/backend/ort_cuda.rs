@@ -5,7 +5,9 @@
 //! no host wait between them; pinned host buffers that the tokenizer writes
 //! into; device buffers for every input and output, sized once for the
 //! largest batch and sequence and bound to the session by address (IO
-//! binding). A batch is one upload per input, one run, one download per
+//! binding). Each tensor is a [`StagedBuffer`]: nothing but this stream uses
+//! it, so its copies need no event waits or records. A batch is one upload
+//! per input, one run, one download per
 //! output of the batch's real rows only (only the outputs the caller reads,
 //! where it says which: a pooled embedding alone is a few KiB a batch), and
 //! one host wait (reading the first output). No device memory is allocated per batch, and once every
@@ -21,14 +23,20 @@
 //! same way, without a graph: the session sees few shapes.
 
 use ndarray::{ArrayViewD, IxDyn};
-use trt_cuda::{Device, Element, Stream};
+use half::{bf16, f16};
+use trt_cuda::{Device, Element, StagedBuffer, Stream};
 use trt_onnx::runtime::{BoundTensor, CudaOptions, ElementType, IoBinding, Provider, Session, SessionOptions, TensorInfo};
 
 use super::buckets;
 use super::capture::{self, Captures};
-use super::staging::{Floats, Staged, Tokens};
+use super::staging;
 use super::{Fill, OutputView, Outputs, Read};
 use crate::{EncodedBatch, Error, InputSpec, ModelLayout, Result, TokenBuffer};
+
+/// A token input's staging on the session's stream.
+type Tokens = staging::Tokens<StagedBuffer<i32>, StagedBuffer<i64>>;
+/// An output's staging on the session's stream.
+type Floats = staging::Floats<StagedBuffer<f32>, StagedBuffer<f16>, StagedBuffer<bf16>>;
 
 /// How each dimension of an output follows the batch's shape.
 #[derive(Debug, Clone, Copy)]
@@ -61,7 +69,9 @@ pub(crate) struct CudaStaging {
     max_batch: usize,
     gate: std::sync::Arc<std::sync::RwLock<()>>,
     captures: Captures,
-    stream: Stream,
+    /// ONNX Runtime's compute stream: kept here for as long as the session
+    /// runs on it (the buffers' copies reach it through their own handles).
+    _stream: Stream,
 }
 
 impl CudaStaging {
@@ -102,9 +112,9 @@ impl CudaStaging {
             }
             let len = elements(&dims, layout.max_batch, layout.max_seq);
             let staged = match info.element {
-                ElementType::F32 => Floats::F32(Staged::new(&device, &stream, len)?),
-                ElementType::F16 => Floats::F16(Staged::new(&device, &stream, len)?),
-                _ => Floats::BF16(Staged::new(&device, &stream, len)?),
+                ElementType::F32 => Floats::F32(StagedBuffer::zeros(len, &stream)?),
+                ElementType::F16 => Floats::F16(StagedBuffer::zeros(len, &stream)?),
+                _ => Floats::BF16(StagedBuffer::zeros(len, &stream)?),
             };
             outputs.push(Output { index, name: spec.name.clone(), dims, staged, shape: Vec::new() });
         }
@@ -112,8 +122,8 @@ impl CudaStaging {
         let mut inputs = Vec::new();
         for spec in &layout.inputs {
             let t = match spec.dtype {
-                crate::ElementType::I64 => Tokens::I64(Staged::new(&device, &stream, tokens)?),
-                _ => Tokens::I32(Staged::new(&device, &stream, tokens)?),
+                crate::ElementType::I64 => Tokens::I64(StagedBuffer::zeros(tokens, &stream)?),
+                _ => Tokens::I32(StagedBuffer::zeros(tokens, &stream)?),
             };
             inputs.push((spec.clone(), t));
         }
@@ -130,7 +140,7 @@ impl CudaStaging {
             max_batch: layout.max_batch,
             gate,
             captures,
-            stream,
+            _stream: stream,
         }))
     }
 
@@ -155,7 +165,7 @@ impl CudaStaging {
         read: &mut Read<'_>,
     ) -> Result<()> {
         let wanted = |o: &Output| wanted.is_none_or(|w| w.get(o.index).copied().unwrap_or(true));
-        let CudaStaging { session, binding, inputs, outputs, graph_max_batch, row_buckets, max_batch, gate, captures, stream } = self;
+        let CudaStaging { session, binding, inputs, outputs, graph_max_batch, row_buckets, max_batch, gate, captures, .. } = self;
         // Every CUDA call of the run, the host's waits included, happens
         // under the device's gate: shared, or alone for a run that may capture.
         let gate = gate.clone();
@@ -164,8 +174,8 @@ impl CudaStaging {
             let mut batch = EncodedBatch::new();
             for (spec, t) in inputs.iter_mut() {
                 let buf: TokenBuffer<'_> = match t {
-                    Tokens::I32(s) => s.host.as_mut_slice()?.into(),
-                    Tokens::I64(s) => s.host.as_mut_slice()?.into(),
+                    Tokens::I32(s) => s.host_mut()?.into(),
+                    Tokens::I64(s) => s.host_mut()?.into(),
                 };
                 batch.bind(spec.clone(), buf)?;
             }
@@ -190,21 +200,21 @@ impl CudaStaging {
             // Padding rows: zeros (no attention), their outputs are dropped.
             let shape = [run_rows, seq];
             match t {
-                Tokens::I32(s) => stage_input(s, binding, &spec.name, ElementType::I32, real, total, &shape, stream)?,
-                Tokens::I64(s) => stage_input(s, binding, &spec.name, ElementType::I64, real, total, &shape, stream)?,
+                Tokens::I32(s) => stage_input(s, binding, &spec.name, ElementType::I32, real, total, &shape)?,
+                Tokens::I64(s) => stage_input(s, binding, &spec.name, ElementType::I64, real, total, &shape)?,
             }
         }
         for o in outputs.iter_mut() {
             let shape = resolve(&o.dims, run_rows, seq);
+            let (element, address) = match &o.staged {
+                Floats::F32(s) => (ElementType::F32, s.device_address()),
+                Floats::F16(s) => (ElementType::F16, s.device_address()),
+                Floats::BF16(s) => (ElementType::BF16, s.device_address()),
+            };
             // SAFETY: each device buffer holds the output at the largest batch
-            // and sequence, lives as long as the binding, and is used only on `stream`.
-            unsafe {
-                match &mut o.staged {
-                    Floats::F32(s) => bind_output(s, binding, &o.name, ElementType::F32, &shape, stream)?,
-                    Floats::F16(s) => bind_output(s, binding, &o.name, ElementType::F16, &shape, stream)?,
-                    Floats::BF16(s) => bind_output(s, binding, &o.name, ElementType::BF16, &shape, stream)?,
-                }
-            }
+            // and sequence, lives as long as the binding (field order), and is
+            // used only on the session's stream.
+            unsafe { binding.bind_output(&o.name, element, address, &shape)? };
         }
         // Enqueued on `stream` after the uploads; the downloads below follow it there.
         session.run_bound(binding, graph)?;
@@ -216,18 +226,18 @@ impl CudaStaging {
             o.shape.extend(resolve(&o.dims, rows, seq));
             let n: usize = o.shape.iter().product();
             match &mut o.staged {
-                Floats::F32(s) => s.device.copy_to_pinned_n(&mut s.host, n, stream)?,
-                Floats::F16(s) => s.device.copy_to_pinned_n(&mut s.host, n, stream)?,
-                Floats::BF16(s) => s.device.copy_to_pinned_n(&mut s.host, n, stream)?,
+                Floats::F32(s) => s.download(n)?,
+                Floats::F16(s) => s.download(n)?,
+                Floats::BF16(s) => s.download(n)?,
             }
         }
         let mut views = Outputs::new();
         for o in outputs.iter().filter(|o| wanted(o)) {
             let n: usize = o.shape.iter().product();
             let view = match &o.staged {
-                Floats::F32(s) => OutputView::F32(view(&s.host.as_slice()?[..n], &o.shape)?),
-                Floats::F16(s) => OutputView::F16(view(&s.host.as_slice()?[..n], &o.shape)?),
-                Floats::BF16(s) => OutputView::BF16(view(&s.host.as_slice()?[..n], &o.shape)?),
+                Floats::F32(s) => OutputView::F32(view(&s.host()?[..n], &o.shape)?),
+                Floats::F16(s) => OutputView::F16(view(&s.host()?[..n], &o.shape)?),
+                Floats::BF16(s) => OutputView::BF16(view(&s.host()?[..n], &o.shape)?),
             };
             views.push(o.name.as_str(), view);
         }
@@ -244,42 +254,23 @@ enum Held<'a> {
 }
 
 /// Zeroes the padding rows, uploads the rows that run and binds the device buffer.
-#[allow(clippy::too_many_arguments)]
 fn stage_input<T: Element + Default>(
-    s: &mut Staged<T>,
+    s: &mut StagedBuffer<T>,
     binding: &mut IoBinding,
     name: &str,
     element: ElementType,
     real: usize,
     total: usize,
     shape: &[usize],
-    stream: &Stream,
 ) -> Result<()> {
     if total > real {
-        s.host.as_mut_slice()?[real..total].fill(T::default());
+        s.host_mut()?[real..total].fill(T::default());
     }
-    s.device.copy_from_pinned_n(&mut s.host, total, stream)?;
-    let guard = s.device.device_ptr(stream)?;
+    s.upload(total)?;
     // SAFETY: the device buffer holds `total` elements at the largest batch,
-    // lives as long as the binding and is used only on `stream`; the guard
-    // orders the run after the upload.
-    unsafe { binding.bind_input(name, element, guard.address(), shape)? };
-    Ok(())
-}
-
-/// # Safety
-/// `s.device` must outlive the binding (the staging's field order).
-unsafe fn bind_output<T: Element>(
-    s: &mut Staged<T>,
-    binding: &mut IoBinding,
-    name: &str,
-    element: ElementType,
-    shape: &[usize],
-    stream: &Stream,
-) -> Result<()> {
-    let guard = s.device.device_ptr(stream)?;
-    // SAFETY: forwarded to the caller.
-    unsafe { binding.bind_output(name, element, guard.address(), shape)? };
+    // lives as long as the binding (field order) and is used only on the
+    // session's stream, where the run follows the upload.
+    unsafe { binding.bind_input(name, element, s.device_address(), shape)? };
     Ok(())
 }
 
