@@ -22,8 +22,8 @@
 //! With row buckets (opt-in), larger batches run padded to their bucket the
 //! same way, without a graph: the session sees few shapes.
 
-use ndarray::{ArrayViewD, IxDyn};
 use half::{bf16, f16};
+use ndarray::{ArrayViewD, IxDyn};
 use trt_cuda::{Device, Element, StagedBuffer, Stream};
 use trt_onnx::runtime::{BoundTensor, CudaOptions, ElementType, IoBinding, Provider, Session, SessionOptions, TensorInfo};
 
