@@ -35,6 +35,19 @@ default_model() {
     || { tail "$OUT/make_model.log" >&2; return 1; }
 }
 
+# serve_models W MODELS: the folders trt serve loads, as symlinks into the
+# default model's folder MODELS: W/minilm16 (model_fp16.onnx) and W/minilm16f
+# (model_fp16_fused.onnx, ONNX Runtime's fused operators; a layout's
+# SERVE_BENCH_MODEL_DIR=/tmp/trt-ort-cuda/minilm16f serves it).
+serve_models() {
+  local w=$1 models=$2 dir f
+  for dir in minilm16:model_fp16.onnx minilm16f:model_fp16_fused.onnx; do
+    mkdir -p "$w/${dir%%:*}"
+    ln -sf "$models/${dir#*:}" "$w/${dir%%:*}/model.onnx"
+    for f in tokenizer.json config.json; do ln -sf "$models/$f" "$w/${dir%%:*}/$f"; done
+  done
+}
+
 # host_ort_lib: the newest libonnxruntime of the host Python's onnxruntime wheel.
 host_ort_lib() {
   python3 -c 'import glob, os, onnxruntime; print(sorted(glob.glob(os.path.join(os.path.dirname(onnxruntime.__file__), "capi", "libonnxruntime.so.1.*")))[-1])'

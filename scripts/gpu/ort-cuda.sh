@@ -23,7 +23,7 @@
 #     two parts, SHA-256 RTX_SHA256): whether engines execute on this GPU; then
 #     trt serve on the GPU under serve_load in several layouts, the FastAPI +
 #     PyTorch peer under the same load, and compute-sanitizer over the
-#     backend's CUDA tests.
+#     backend's CUDA tests (SKIP_SANITIZER=1: not).
 #   5 (.gpu/c4/bins: trt and serve_load; after 1 and 2, SKIP_TESTS=1 allowed
 #     there): where a loaded server's time goes, per layout (SERVE_LAYOUTS):
 #     per-thread CPU, GPU utilisation, the server's metrics, perf if present.
@@ -109,16 +109,8 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
   unpack .gpu/c4/bins "$W/bin" trt serve_load || exit 1
   # Another load generator build to set beside it (a layout's BIN=serve_load_old).
   [ -f .gpu/c4/bins/serve_load_old.xz ] && unpack .gpu/c4/bins "$W/bin" serve_load_old
-  M16=$W/minilm16
-  mkdir -p "$M16"
-  ln -sf "$DEPS/models/minilm/model_fp16.onnx" "$M16/model.onnx"
-  for f in tokenizer.json config.json; do ln -sf "$DEPS/models/minilm/$f" "$M16/$f"; done
-  # The same FP16 model in ONNX Runtime's fused operators (a layout's
-  # SERVE_BENCH_MODEL_DIR=/tmp/trt-ort-cuda/minilm16f serves it).
-  M16F=$W/minilm16f
-  mkdir -p "$M16F"
-  ln -sf "$DEPS/models/minilm/model_fp16_fused.onnx" "$M16F/model.onnx"
-  for f in tokenizer.json config.json; do ln -sf "$DEPS/models/minilm/$f" "$M16F/$f"; done
+  serve_models "$W" "$DEPS/models/minilm"
+  M16=$W/minilm16 M16F=$W/minilm16f
   export SERVE_BENCH_TRT=$W/bin/trt SERVE_BENCH_MODEL_DIR=$M16 SERVE_BENCH_KIND=KIND_GPU
   export SERVE_BENCH_CONCURRENCY=${SERVE_BENCH_CONCURRENCY:-512} SERVE_BENCH_REQUESTS=${SERVE_BENCH_REQUESTS:-2000000}
   # The direct model's levels only take time here (one run at a time per session).
@@ -226,10 +218,8 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
   fi
   PEER_SITE=$W/peer-site
   python3 -c 'import glob, sys, zipfile; [zipfile.ZipFile(w).extractall(sys.argv[1]) for w in glob.glob(".gpu/c4/peer-wheels/*.whl")]' "$PEER_SITE"
+  serve_models "$W" "$DEPS/models/minilm"
   M16=$W/minilm16
-  mkdir -p "$M16"
-  ln -sf "$DEPS/models/minilm/model_fp16.onnx" "$M16/model.onnx"
-  for f in tokenizer.json config.json; do ln -sf "$DEPS/models/minilm/$f" "$M16/$f"; done
   export SERVE_BENCH_TRT=$W/bin/trt SERVE_BENCH_MODEL_DIR=$M16 SERVE_BENCH_KIND=KIND_GPU
   export SERVE_BENCH_CONCURRENCY=${SERVE_BENCH_CONCURRENCY:-1,32,256,512} SERVE_BENCH_REQUESTS=${SERVE_BENCH_REQUESTS:-2000000}
   export SERVE_BENCH_SECONDS=${SERVE_BENCH_SECONDS:-6} SERVE_BENCH_THREADS=1 SERVE_BENCH_WARMUP_SECS=${SERVE_BENCH_WARMUP_SECS:-2}
@@ -255,6 +245,7 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
     grep -E "requests/s|ratio_|embeddings_per_s|p50_p99|peer" "$log" || tail -n 5 "$log.stderr"
   done
   nvidia-smi --query-gpu=memory.used,memory.total --format=csv >> "$OUT/host.txt" 2>&1
-  [ -x "$W/bin/nlp_cuda" ] && sanitize
+  # SKIP_SANITIZER=1: the serving figures only.
+  [ -x "$W/bin/nlp_cuda" ] && [ "${SKIP_SANITIZER:-0}" != 1 ] && sanitize
   ;;
 esac
