@@ -14,13 +14,32 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use half::{bf16, f16};
 use ndarray::{ArrayViewD, IxDyn};
-use trt::cuda::Device;
+use trt::cuda::{Device, DeviceBuffer, Element, PinnedBuffer, Stream};
 use trt::{Bindings, ContextPool, Engine, ExecutionContext};
 
-use crate::backend::staging::{Floats, Staged, Tokens};
+use crate::backend::staging;
 use crate::backend::{Backend, Fill, OutputView, Outputs, Read};
 use crate::{ElementType, EncodedBatch, Error, InputSpec, ModelLayout, Result, TokenBuffer};
+
+/// Host and device memory for one tensor of element type `T`, each use
+/// ordered by the buffers' events (TensorRT's bindings take the device half
+/// itself).
+struct Staged<T: Element> {
+    host: PinnedBuffer<T>,
+    device: DeviceBuffer<T>,
+}
+
+impl<T: Element> Staged<T> {
+    /// `len` elements of each, zeroed.
+    fn new(device: &Device, stream: &Stream, len: usize) -> trt::cuda::Result<Self> {
+        Ok(Staged { host: PinnedBuffer::zeros(device, len)?, device: DeviceBuffer::zeros(len, stream)? })
+    }
+}
+
+type Tokens = staging::Tokens<Staged<i32>, Staged<i64>>;
+type Floats = staging::Floats<Staged<f32>, Staged<f16>, Staged<bf16>>;
 
 struct Staging {
     inputs: Vec<(InputSpec, Tokens)>,
