@@ -10,7 +10,7 @@ use half::{bf16, f16};
 use std::time::Duration;
 use trt_cuda::{
     device_count, driver_available, driver_version, is_capture_error, CaptureMode, CudaGraph, Device, DeviceBuffer, Element, Event,
-    GraphResource, PinnedBuffer, Pool, StagedBuffer, Stream, StreamGate, DEVICE_ALIGNMENT,
+    GraphResource, HostWait, PinnedBuffer, Pool, StagedBuffer, Stream, StreamGate, DEVICE_ALIGNMENT,
 };
 use trt_cuda::{ElementType, Error};
 
@@ -270,12 +270,22 @@ fn async_copies_every_element_type() {
 #[test]
 #[ignore = "needs a CUDA GPU (run with --include-ignored on the GPU host)"]
 fn staged_buffers_order_their_copies_on_their_stream() {
-    let (_device, stream) = gpu();
+    let (device, spinning) = gpu();
+    assert_eq!(spinning.host_wait(), HostWait::Spin);
+    let blocking = Stream::with_host_wait(&device, HostWait::Block).unwrap();
+    assert_eq!(blocking.host_wait(), HostWait::Block);
+    for stream in [spinning, blocking] {
+        staged_round_trips(&stream);
+        println!("staged round trips ok with {:?} host waits", stream.host_wait());
+    }
+}
+
+fn staged_round_trips(stream: &Stream) {
     // 64 MiB: each copy takes long enough that a host view that did not wait
     // for it would see (or make) a half-done copy.
     let n = 16 << 20;
-    let mut a = StagedBuffer::<f32>::zeros(n, &stream).unwrap();
-    let mut b = StagedBuffer::<i64>::zeros(1000, &stream).unwrap();
+    let mut a = StagedBuffer::<f32>::zeros(n, stream).unwrap();
+    let mut b = StagedBuffer::<i64>::zeros(1000, stream).unwrap();
     assert_eq!((a.len(), b.len()), (n, 1000));
     assert!(a.device_address().is_multiple_of(DEVICE_ALIGNMENT as u64));
     assert!(a.host().unwrap().iter().all(|&x| x == 0.0));
@@ -300,7 +310,7 @@ fn staged_buffers_order_their_copies_on_their_stream() {
     // A copy still in flight when the buffer is dropped: the drop waits for it.
     a.upload(n).unwrap();
     drop(a);
-    let empty = StagedBuffer::<bool>::zeros(0, &stream).unwrap();
+    let empty = StagedBuffer::<bool>::zeros(0, stream).unwrap();
     assert!(empty.is_empty() && empty.host().unwrap().is_empty());
     stream.device().check_deferred_error().unwrap();
 }

@@ -66,7 +66,8 @@
 //! * **One stream, no tracking**: a [`StagedBuffer`]'s two halves are used
 //!   only on its own stream, so its copies are ordered by that stream alone
 //!   (no events); its host views wait for its last copy by a stream
-//!   synchronize, skipped where one since has covered it.
+//!   synchronize, skipped where one since has covered it, spinning or
+//!   sleeping as the stream's [`HostWait`] says.
 //! * **Graphs** ([`CudaGraph`]) are captured on a private stream and must be
 //!   given every buffer they use at each launch, so the same rules apply to
 //!   replays.
@@ -113,7 +114,7 @@ pub use graph::{is_capture_error, CaptureMode, CudaGraph, GraphCapture, GraphRes
 pub use pinned::PinnedBuffer;
 pub use pool::{Checkout, Pool};
 pub use staged::StagedBuffer;
-pub use stream::{Event, Stream};
+pub use stream::{Event, HostWait, Stream};
 
 /// The raw CUDA stream handle (`CUstream`, the same handle as the runtime's `cudaStream_t`).
 pub type RawStream = cudarc::driver::sys::CUstream;

@@ -21,6 +21,31 @@ pub struct Stream {
     inner: Arc<CudaStream>,
     device: Device,
     syncs: Arc<SyncCount>,
+    /// [`HostWait::Block`]'s event (recorded, then waited on); `None`: spin.
+    blocking: Option<Arc<CudaEvent>>,
+}
+
+/// How a host thread waits in [`Stream::synchronize`] (and so in a
+/// [`StagedBuffer`](super::StagedBuffer)'s host views).
+///
+/// The trade: spinning wakes the thread as soon as the work is done but keeps
+/// a core busy for the whole wait; blocking frees the core for other threads
+/// and wakes later. One caller waiting on a GPU it has to itself wants
+/// [`Spin`](Self::Spin); a server whose batch workers share the cores with
+/// its tokenizers and connections wants [`Block`](Self::Block) once it is
+/// loaded (measured on an H200 with 16 cores: docs/measurements).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum HostWait {
+    /// `cuStreamSynchronize`, which under the context's default scheduling
+    /// (`CU_CTX_SCHED_AUTO`, fewer active contexts than cores) spins: what
+    /// CUDA and ONNX Runtime's own `synchronize` do.
+    #[default]
+    Spin,
+    /// Records a `CU_EVENT_BLOCKING_SYNC` event on the stream and waits on
+    /// it: the thread sleeps until the driver wakes it (one more driver call
+    /// per wait). What the tracked buffers' host views do.
+    Block,
 }
 
 /// Copies enqueued without event tracking ([`StagedBuffer`](super::StagedBuffer)),
@@ -36,8 +61,28 @@ struct SyncCount {
 impl Stream {
     /// Creates a new non-blocking stream on `device`.
     pub fn new(device: &Device) -> Result<Stream> {
+        Self::with_host_wait(device, HostWait::Spin)
+    }
+
+    /// Creates a new non-blocking stream on `device` whose host waits are `wait`.
+    pub fn with_host_wait(device: &Device, wait: HostWait) -> Result<Stream> {
         let inner = device.ctx().new_stream().map_err(cuda_err("cuStreamCreate"))?;
-        Ok(Stream { inner, device: device.clone(), syncs: Arc::default() })
+        let blocking = match wait {
+            HostWait::Spin => None,
+            HostWait::Block => {
+                Some(Arc::new(device.ctx().new_event(Some(sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC)).map_err(cuda_err("cuEventCreate"))?))
+            }
+        };
+        Ok(Stream { inner, device: device.clone(), syncs: Arc::default(), blocking })
+    }
+
+    /// How this stream's host waits block.
+    pub fn host_wait(&self) -> HostWait {
+        if self.blocking.is_some() {
+            HostWait::Block
+        } else {
+            HostWait::Spin
+        }
     }
 
     /// The device this stream belongs to.
@@ -45,11 +90,20 @@ impl Stream {
         &self.device
     }
 
-    /// Blocks until all work enqueued on this stream so far has completed.
+    /// Blocks until all work enqueued on this stream so far has completed,
+    /// spinning or sleeping as the stream's [`HostWait`] says.
     pub fn synchronize(&self) -> Result<()> {
         // Read before the wait: copies ticketed after it may still be running.
         let enqueued = self.syncs.enqueued.load(Ordering::Acquire);
-        self.inner.synchronize().map_err(cuda_err("cuStreamSynchronize"))?;
+        match &self.blocking {
+            None => self.inner.synchronize().map_err(cuda_err("cuStreamSynchronize"))?,
+            // Two threads recording at once is defined (the later record
+            // wins), and the later one covers the earlier one's work too.
+            Some(event) => {
+                event.record(&self.inner).map_err(cuda_err("cuEventRecord"))?;
+                event.synchronize().map_err(cuda_err("cuEventSynchronize"))?;
+            }
+        }
         self.syncs.completed.fetch_max(enqueued, Ordering::AcqRel);
         Ok(())
     }
@@ -72,7 +126,7 @@ impl Stream {
 
     /// Another handle of this stream (the same `CUstream` and counts).
     pub(crate) fn share(&self) -> Stream {
-        Stream { inner: self.inner.clone(), device: self.device.clone(), syncs: self.syncs.clone() }
+        Stream { inner: self.inner.clone(), device: self.device.clone(), syncs: self.syncs.clone(), blocking: self.blocking.clone() }
     }
 
     /// Makes all future work on this stream wait until `event`'s recorded work completes.
