@@ -19,7 +19,8 @@
 //! task on them; default a quarter of the cores; 0: a blocking thread per
 //! connection). Each level's line ends with the client's own CPU use.
 //! `SERVE_BENCH_REQUEST_THREADS=N` starts trt serve with `--request-threads N`;
-//! `SERVE_BENCH_ROW_BUCKETS=1` sets the models' `cuda_row_buckets` parameter.
+//! `SERVE_BENCH_ROW_BUCKETS=1` sets the models' `cuda_row_buckets` parameter,
+//! `SERVE_BENCH_HOST_WAIT=spin|block` their `cuda_host_wait` (unset: the default).
 //!
 //! On a GPU: `SERVE_BENCH_KIND=KIND_GPU` puts both models' instances on
 //! GPU `SERVE_BENCH_GPU` (0) (`instance_group { kind gpus }`), and
@@ -161,6 +162,11 @@ fn main() {
     let group = match std::env::var("SERVE_BENCH_ROW_BUCKETS").is_ok_and(|v| v == "1") {
         true => format!("{group}\nparameters {{ key: \"cuda_row_buckets\" value {{ string_value: \"true\" }} }}"),
         false => group,
+    };
+    // How the GPU workers wait for their batches (trt serve's default where unset).
+    let group = match std::env::var("SERVE_BENCH_HOST_WAIT").ok().filter(|v| !v.is_empty()) {
+        Some(wait) => format!("{group}\nparameters {{ key: \"cuda_host_wait\" value {{ string_value: \"{wait}\" }} }}"),
+        None => group,
     };
     let batch_texts = env_num("SERVE_BENCH_BATCH_TEXTS", 0);
     let warm_each = Duration::from_secs(env_num("SERVE_BENCH_WARMUP_SECS", 0) as u64);

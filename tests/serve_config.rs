@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use trt_nlp::HostWait;
 use trt_serve::config::{DataType, InstanceGroup, InstanceKind, ModelConfig, Platform, TimeoutAction, VersionPolicy};
 use trt_serve::test_support::placement::{place, GpuInstance, Placement};
 
@@ -230,6 +231,20 @@ fn parameters_keep_their_string_values_in_order_and_unread_keys_are_warned_about
     assert!(ModelConfig::parse(&twice, "m").unwrap_err().to_string().contains("parameters.key: 'pad.input_ids' is given twice"));
     let no_value = "platform: \"onnxruntime_onnx\"\nparameters { key: \"pad.x\" }\n";
     assert!(ModelConfig::parse(no_value, "m").unwrap_err().to_string().contains("parameters.value.string_value: missing for 'pad.x'"));
+}
+
+#[test]
+fn cuda_host_wait_is_block_or_spin_and_blocks_by_default() {
+    let with =
+        |v: &str| format!("platform: \"onnxruntime_onnx\"\nparameters {{ key: \"cuda_host_wait\" value {{ string_value: \"{v}\" }} }}\n");
+    let spin = ModelConfig::parse(&with("spin"), "m").unwrap();
+    assert_eq!(spin.cuda_host_wait, HostWait::Spin);
+    assert!(spin.warnings.iter().all(|w| !w.contains("cuda_host_wait")), "read, so not warned about: {:?}", spin.warnings);
+    assert_eq!(ModelConfig::parse(&with("block"), "m").unwrap().cuda_host_wait, HostWait::Block);
+    let default = ModelConfig::parse("platform: \"onnxruntime_onnx\"\n", "m").unwrap();
+    assert_eq!(default.cuda_host_wait, HostWait::Block, "a server's workers sleep unless told to spin");
+    let e = ModelConfig::parse(&with("yield"), "m").unwrap_err().to_string();
+    assert!(e.contains("parameters.cuda_host_wait") && e.contains("'yield' is neither block nor spin"), "{e}");
 }
 
 #[test]

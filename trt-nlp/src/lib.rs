@@ -122,3 +122,6 @@ pub use text_model::{Classification, Head, OutputRows, Selected, Selection, Sour
 /// (i32/i64 tokens, f32/f16/bf16 outputs): the buffers' own type, which
 /// TensorRT's and ONNX Runtime's element types convert to and from.
 pub use trt_cuda::ElementType;
+/// How a CUDA backend's workers wait for their batch (spin or sleep): the
+/// stream setting, re-exported for `OrtBackendOptions::cuda_host_wait`.
+pub use trt_cuda::HostWait;

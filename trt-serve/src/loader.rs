@@ -43,6 +43,7 @@ impl NlpLoader {
         {
             options.onnxruntime.cuda_graph_max_batch = config.cuda_graph_max_batch;
             options.onnxruntime.cuda_row_buckets = config.cuda_row_buckets;
+            options.onnxruntime.cuda_host_wait = config.cuda_host_wait;
             if matches!(config.platform, Platform::OnnxRuntimeOnnx) && config.instance_kind == InstanceKind::Cpu {
                 options.onnxruntime.provider = Provider::Cpu;
             }

@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use trt_cuda::Pool;
+use trt_cuda::{HostWait, Pool};
 use trt_onnx::runtime::{ElementType as OrtType, InputTensor, OutputRef, Session, SessionOptions, TensorInfo};
 
 use crate::backend::ort_cuda::CudaStaging;
@@ -66,6 +66,12 @@ pub struct OrtBackendOptions {
     /// reason is logged. `None` (default): not added. A model folder sets it
     /// from its pooling configuration ([`ModelFolder::backend`](crate::ModelFolder::backend)).
     pub graph_pooling: Option<GraphPooling>,
+    /// On CUDA: how each session's worker waits for its batch's outputs.
+    /// [`HostWait::Spin`] (default, as CUDA and ONNX Runtime's Python
+    /// binding do) answers soonest and keeps a core busy while it waits;
+    /// [`HostWait::Block`] sleeps, leaving the core to the tokenizers and
+    /// connections of a loaded server.
+    pub cuda_host_wait: HostWait,
 }
 
 /// How [`OrtBackendOptions::graph_pooling`] pools.
@@ -96,6 +102,7 @@ impl Default for OrtBackendOptions {
             cuda_row_buckets: false,
             cuda_memory_limit: None,
             graph_pooling: None,
+            cuda_host_wait: HostWait::Spin,
         }
     }
 }
@@ -187,7 +194,15 @@ impl OrtBackend {
         if let Some(device) = cuda_device {
             drop(first);
             for _ in 0..sessions {
-                match CudaStaging::new(&open, &session_options, device, &layout, options.cuda_graph_max_batch, options.cuda_row_buckets)? {
+                match CudaStaging::new(
+                    &open,
+                    &session_options,
+                    device,
+                    &layout,
+                    options.cuda_graph_max_batch,
+                    options.cuda_row_buckets,
+                    options.cuda_host_wait,
+                )? {
                     Ok(staging) => slots.push(Slot::Cuda(Box::new(staging))),
                     Err(why) => {
                         tracing::info!("{}: no IO binding on CUDA ({why}); ONNX Runtime stages through host memory", path.display());

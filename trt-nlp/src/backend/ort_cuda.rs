@@ -24,7 +24,7 @@
 
 use half::{bf16, f16};
 use ndarray::{ArrayViewD, IxDyn};
-use trt_cuda::{Device, Element, StagedBuffer, Stream};
+use trt_cuda::{Device, Element, HostWait, StagedBuffer, Stream};
 use trt_onnx::runtime::{BoundTensor, CudaOptions, ElementType, IoBinding, Provider, Session, SessionOptions, TensorInfo};
 
 use super::buckets;
@@ -85,9 +85,10 @@ impl CudaStaging {
         layout: &ModelLayout,
         graph_max_batch: usize,
         row_buckets: bool,
+        host_wait: HostWait,
     ) -> Result<std::result::Result<Self, String>> {
         let device = Device::new(device_index as usize)?;
-        let stream = Stream::new(&device)?;
+        let stream = Stream::with_host_wait(&device, host_wait)?;
         let mut options = base.clone();
         options.provider = Provider::Cuda { device: device_index };
         // SAFETY: the stream belongs to the device's primary context and is

@@ -14,11 +14,12 @@
 //! | `instance_group` | `count` instances (batches that run at once) per group, and on `KIND_GPU` per GPU of `gpus` (every visible GPU where none is listed, as Triton does; see `placement`); `kind` (`KIND_AUTO`, `KIND_CPU`, `KIND_GPU`) |
 //! | `version_policy` | `latest { num_versions }`, `all { }`, `specific { versions }` |
 //! | `optimization` | `cuda { graphs, graph_spec [ { batch_size } ] }`: CUDA graphs for ONNX Runtime on a GPU, batches up to the largest listed size (else `max_batch_size`) |
-//! | `parameters` | `{ key: "..." value { string_value: "..." } }` entries, kept in order; trt serve reads `pad.<input>` and `unpad.<output>` on tensor models (module `tensor_padding`) and `cuda_row_buckets` (`true`/`false`) on ONNX Runtime models, other keys are kept (shown by the config endpoints) with a warning |
+//! | `parameters` | `{ key: "..." value { string_value: "..." } }` entries, kept in order; trt serve reads `pad.<input>` and `unpad.<output>` on tensor models (module `tensor_padding`) and `cuda_row_buckets` (`true`/`false`) and `cuda_host_wait` (`block`/`spin`) on ONNX Runtime models, other keys are kept (shown by the config endpoints) with a warning |
 
 pub mod text_format;
 
 use std::time::Duration;
+use trt_nlp::HostWait;
 
 use text_format::{Field, Message, Scalar, Value};
 
@@ -224,6 +225,11 @@ pub struct ModelConfig {
     /// padded to their power-of-two row bucket, sequences to multiples of 8,
     /// so that kernels that pay per new shape (fused attention) see few.
     pub cuda_row_buckets: bool,
+    /// The `cuda_host_wait` parameter (`"block"`/`"spin"`, default block):
+    /// how an ONNX Runtime session's worker on a GPU waits for its batch.
+    /// A server's workers share the cores with its request threads, so by
+    /// default they sleep; `spin` answers sooner where cores are idle.
+    pub cuda_host_wait: HostWait,
     /// `parameters` as `(key, string_value)`, in config order, each key once.
     pub parameters: Vec<(String, String)>,
     /// Fields that were ignored, one line each (logged at load).
@@ -271,6 +277,7 @@ impl ModelConfig {
         let mut graphs: Option<Option<usize>> = None;
         let mut parameters: Vec<(String, String)> = Vec::new();
         let mut cuda_row_buckets = false;
+        let mut cuda_host_wait = HostWait::Block;
         for f in &root.fields {
             match f.name.as_str() {
                 "name" => name = Some((cx.string(f, "name")?, f.line)),
@@ -318,6 +325,12 @@ impl ModelConfig {
                             other => {
                                 return Err(err(f.line, "parameters.cuda_row_buckets", format!("'{other}' is neither true nor false")))
                             }
+                        };
+                    } else if key == HOST_WAIT {
+                        cuda_host_wait = match value.as_str() {
+                            "block" => HostWait::Block,
+                            "spin" => HostWait::Spin,
+                            other => return Err(err(f.line, "parameters.cuda_host_wait", format!("'{other}' is neither block nor spin"))),
                         };
                     } else if !key.starts_with("pad.") && !key.starts_with("unpad.") {
                         cx.warnings.push(format!("config.pbtxt line {}: parameter '{key}' is not read by trt serve", f.line));
@@ -401,6 +414,7 @@ impl ModelConfig {
             version_policy,
             cuda_graph_max_batch,
             cuda_row_buckets,
+            cuda_host_wait,
             parameters,
             warnings: cx.warnings,
         })
@@ -409,6 +423,8 @@ impl ModelConfig {
 
 /// The parameter that turns row buckets on ([`ModelConfig::cuda_row_buckets`]).
 const ROW_BUCKETS: &str = "cuda_row_buckets";
+/// The parameter that sets how GPU workers wait ([`ModelConfig::cuda_host_wait`]).
+const HOST_WAIT: &str = "cuda_host_wait";
 
 fn err(line: usize, field: &str, message: String) -> ConfigError {
     ConfigError { line, field: field.to_string(), message }
