@@ -205,6 +205,8 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
 4)
   [ -f "$ORT_DYLIB_PATH" ] || { echo "ort-cuda.sh 4: call 2 first, on the same warm machine" >&2; exit 1; }
   unpack .gpu/c4/bins "$W/bin" trt serve_load || exit 1
+  # Another server build to set beside it (a layout's SERVE_BENCH_TRT=/tmp/trt-ort-cuda/bin/trt_old).
+  [ -f .gpu/c4/bins/trt_old.xz ] && unpack .gpu/c4/bins "$W/bin" trt_old
   if [ -f "$W/rtx.part00" ]; then
     cat "$W/rtx.part00" .gpu/c4/rtx.part01 > "$W/rtx.tar.xz" || exit 1
     echo "$RTX_SHA256  $W/rtx.tar.xz" | sha256sum -c || exit 1
