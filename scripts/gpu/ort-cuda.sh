@@ -96,7 +96,7 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
     "$W/bin/serve_gpu" --include-ignored --nocapture --test-threads 1
   } > "$OUT/tests.log" 2>&1
   grep -E "^test |test result|max abs diff|a 256 x 512|CUDA graphs vs|panicked" "$OUT/tests.log"
-  [ "${SANITIZE:-0}" = 1 ] && sanitize
+  if [ "${SANITIZE:-0}" = 1 ]; then sanitize; fi
   ;;
 5)
   # Where a loaded server's time goes: serve_load at its concurrencies (512
@@ -248,6 +248,6 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
   done
   nvidia-smi --query-gpu=memory.used,memory.total --format=csv >> "$OUT/host.txt" 2>&1
   # SKIP_SANITIZER=1: the serving figures only.
-  [ -x "$W/bin/nlp_cuda" ] && [ "${SKIP_SANITIZER:-0}" != 1 ] && sanitize
+  if [ -x "$W/bin/nlp_cuda" ] && [ "${SKIP_SANITIZER:-0}" != 1 ]; then sanitize; fi
   ;;
 esac
