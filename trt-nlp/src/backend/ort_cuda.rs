@@ -7,10 +7,11 @@
 //! largest batch and sequence and bound to the session by address (IO
 //! binding). Each tensor is a [`StagedBuffer`]: nothing but this stream uses
 //! it, so its copies need no event waits or records. A batch is one upload
-//! per input, one run, one download per
-//! output of the batch's real rows only (only the outputs the caller reads,
-//! where it says which: a pooled embedding alone is a few KiB a batch), and
-//! one host wait (reading the first output). No device memory is allocated per batch, and once every
+//! per input, one run, one download per output of the batch's real rows
+//! only (only the outputs the caller reads, where it says which: a pooled
+//! embedding alone is a few KiB a batch), and one host wait (reading the
+//! first output), spinning or sleeping as the stream's [`HostWait`] says
+//! (`OrtBackendOptions::cuda_host_wait`). No device memory is allocated per batch, and once every
 //! shape has been seen no ONNX Runtime value either: a binding whose address
 //! and shape are unchanged is not redone, one seen before is reused, and the
 //! addresses never change ([`CudaStaging::bound`] is what the tests read).
@@ -217,7 +218,7 @@ impl CudaStaging {
             // used only on the session's stream.
             unsafe { binding.bind_output(&o.name, element, address, &shape)? };
         }
-        // Enqueued on `stream` after the uploads; the downloads below follow it there.
+        // Enqueued on the session's stream after the uploads; the downloads below follow it there.
         session.run_bound(binding, graph)?;
         if let Some(g) = graph {
             captures.ran(g);
