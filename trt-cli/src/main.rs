@@ -9,6 +9,7 @@
 //! | `trt tokenize --tokenizer tokenizer.json` | token ids as JSON lines | no |
 //! | `trt classify` / `trt embed` | text to labels / embeddings, on TensorRT or ONNX Runtime | no (ONNX Runtime) |
 //! | `trt demo` | the embedded default model end to end | no (runs on ONNX Runtime where TensorRT cannot) |
+//! | `trt import HF_DIR -o OUT [--fp16]` | a HuggingFace folder (safetensors, sentence-transformers files) as a servable ONNX folder, in Rust | no |
 //! | `trt convert --fp16 IN.onnx -o OUT.onnx` | FP16 weights and compute, FP32 islands | no |
 //! | `trt quantize IN.onnx --calibration TEXTS -o OUT.onnx` | INT8 Q/DQ, accuracy targets | no (ONNX Runtime) |
 //! | `trt compare A.onnx B.onnx` / `trt compare PLAN MODEL.onnx` | output (and `--layers`) differences as a table or `--json`, a CI gate | ONNX models: no (ONNX Runtime); plans: yes |
@@ -87,6 +88,8 @@ enum Command {
     /// Build, inspect and (where the GPU allows) run the embedded default model.
     #[cfg(feature = "tensorrt")]
     Demo(cmd::demo::Args),
+    /// Write a HuggingFace model folder (safetensors weights) as a servable ONNX folder.
+    Import(cmd::import::Args),
     /// Convert an ONNX model's precision (FP32 to FP16).
     Convert(cmd::convert::Args),
     /// INT8 post-training quantization (Q/DQ) from calibration texts.
@@ -145,6 +148,7 @@ fn main() -> ExitCode {
         Command::Embed(a) => cmd::nlp::embed(a),
         #[cfg(feature = "tensorrt")]
         Command::Demo(a) => cmd::demo::run(a),
+        Command::Import(a) => cmd::import::run(a),
         Command::Convert(a) => cmd::convert::run(a),
         Command::Quantize(a) => cmd::quantize::run(a),
         Command::Compare(a) => cmd::compare::run(a),

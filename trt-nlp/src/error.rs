@@ -160,6 +160,15 @@ pub enum Error {
     #[error(transparent)]
     Onnx(#[from] trt_onnx::Error),
 
+    /// A HuggingFace model folder could not be imported (the error names
+    /// the file and the field or tensor at fault).
+    #[error(transparent)]
+    Import(#[from] trt_hf::Error),
+
+    /// A prompt name the model does not define.
+    #[error("{0}")]
+    UnknownPrompt(String),
+
     /// A model configuration file could not be read.
     #[error("cannot read {path}: {source}")]
     Io {

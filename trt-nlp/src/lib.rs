@@ -110,14 +110,14 @@ pub use classifier::{Classifier, Ranked};
 pub use embedder::Embedder;
 pub use error::{Error, Result};
 pub use layout::{ModelLayout, OutputSpec, PooledFrom};
-pub use model_folder::ModelFolder;
+pub use model_folder::{resolve_model, ModelFolder};
 pub use options::HelperOptions;
 pub use parallel::default_threads;
 pub use pipeline::{BatchLayout, Padding, PairTruncation, PipelineBuilder, TokenizerPipeline, Truncation, TruncationSide};
-pub use postprocess::{cls_pool, l2_normalize, mean_pool, softmax, top_k, FloatElement, Labels, MaskElement, Pooling, Prediction};
+pub use postprocess::{cls_pool, l2_normalize, mean_pool, scores, softmax, top_k, FloatElement, Labels, MaskElement, Pooling, Prediction};
 pub use rows::TokenRow;
 pub use spec::{InputRole, InputSpec};
-pub use text_model::{Classification, Head, OutputRows, Selected, Selection, Source, TextModel, TextOutputs, EMBEDDING};
+pub use text_model::{Classification, Head, OutputRows, Prompts, Selected, Selection, Source, TextModel, TextOutputs, EMBEDDING};
 /// The element type of token and output tensors at this crate's boundary
 /// (i32/i64 tokens, f32/f16/bf16 outputs): the buffers' own type, which
 /// TensorRT's and ONNX Runtime's element types convert to and from.
@@ -125,3 +125,5 @@ pub use trt_cuda::ElementType;
 /// How a CUDA backend's workers wait for their batch (spin or sleep): the
 /// stream setting, re-exported for `OrtBackendOptions::cuda_host_wait`.
 pub use trt_cuda::HostWait;
+/// How a classifier's logits become scores (softmax, sigmoid, identity), as the model folder says.
+pub use trt_hf::ScoreActivation;

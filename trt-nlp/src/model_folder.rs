@@ -8,6 +8,14 @@
 //! | `config.json` | `id2label` (labels), `max_position_embeddings` (longest sequence) |
 //! | `1_Pooling/config.json` | sentence-transformers pooling (default: mean) |
 //! | `modules.json` | whether sentence-transformers normalises (a `Normalize` module); without the file, embeddings are normalised |
+//! | `trt_model.json` | written by the importer ([`trt_hf::Descriptor`]): the graph computes the embedding itself; where texts are cut, prompts, the score activation |
+//!
+//! A HuggingFace folder (`config.json` and safetensors weights, with or
+//! without sentence-transformers files, and no model file of ours) is
+//! imported first ([`trt_hf::import_cached`]: the ONNX graph written from its
+//! weights, into a cache keyed by the folder's content), and the imported
+//! folder is what opens. A path that does not exist but reads `org/name` is
+//! looked up in the local HuggingFace cache ([`resolve_model`]).
 
 use std::path::{Path, PathBuf};
 
@@ -33,6 +41,8 @@ pub struct ModelFolder {
     pub normalize: bool,
     /// `max_position_embeddings` from `config.json`, when present.
     pub max_positions: Option<usize>,
+    /// What the importer wrote beside an imported model (`trt_model.json`).
+    pub imported: Option<trt_hf::Descriptor>,
 }
 
 #[derive(serde::Deserialize)]
@@ -58,7 +68,21 @@ impl ModelFolder {
 
     /// [`open`](Self::open), with a tokenizer given rather than looked for.
     pub fn open_with(path: impl AsRef<Path>, tokenizer: Option<PathBuf>) -> Result<Self> {
+        Self::open_imported(path, tokenizer, &trt_hf::ImportOptions::default())
+    }
+
+    /// [`open_with`](Self::open_with), importing a HuggingFace folder with
+    /// `options` (its precision).
+    pub fn open_imported(path: impl AsRef<Path>, tokenizer: Option<PathBuf>, options: &trt_hf::ImportOptions) -> Result<Self> {
         let path = path.as_ref();
+        let path = &match resolve_model(&path.to_string_lossy()) {
+            Ok(p) => p,
+            Err(_) => path.to_owned(),
+        };
+        if path.is_dir() && trt_hf::is_hf_folder(path) {
+            let imported = trt_hf::import_cached(path, &trt_hf::default_cache(), options)?;
+            return Self::open_imported(imported, tokenizer, options);
+        }
         let meta = std::fs::metadata(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
         let (dir, model) = if meta.is_dir() {
             let model = MODEL_FILES.iter().map(|f| path.join(f)).find(|p| p.is_file()).ok_or_else(|| {
@@ -89,6 +113,12 @@ impl ModelFolder {
         } else {
             (Labels::default(), None)
         };
+        if let Some(d) = trt_hf::Descriptor::read(&dir)? {
+            let labels = if d.labels.is_empty() { labels } else { Labels::from_names(d.labels.iter().cloned()) };
+            let max_positions = Some(d.max_seq_length);
+            let normalize = d.normalize;
+            return Ok(ModelFolder { dir, model, tokenizer, labels, pooling: Pooling::Mean, normalize, max_positions, imported: Some(d) });
+        }
         let pooling_config = dir.join("1_Pooling").join("config.json");
         let pooling = if pooling_config.is_file() { Pooling::from_config_file(&pooling_config)? } else { Pooling::Mean };
         let modules = dir.join("modules.json");
@@ -98,7 +128,7 @@ impl ModelFolder {
         } else {
             true
         };
-        Ok(ModelFolder { dir, model, tokenizer, labels, pooling, normalize, max_positions })
+        Ok(ModelFolder { dir, model, tokenizer, labels, pooling, normalize, max_positions, imported: None })
     }
 
     /// Whether the model file is a TensorRT plan (by its extension).
@@ -116,11 +146,26 @@ impl ModelFolder {
         if let Some(p) = self.max_positions {
             options.max_seq = options.max_seq.min(p);
         }
+        // An imported graph computes its embedding itself.
         #[cfg(feature = "onnxruntime")]
-        if options.onnxruntime.graph_pooling.is_none() {
+        if options.onnxruntime.graph_pooling.is_none() && self.imported.is_none() {
             options.onnxruntime.graph_pooling =
                 Some(crate::backend::onnxruntime::GraphPooling { pooling: self.pooling, normalize: self.normalize, on_cpu: false });
         }
         backend::open(&self.model, choice, &options)
     }
+}
+
+/// Where `model` is: the path itself when it exists, else, when it reads
+/// `org/name[@revision]`, its snapshot in the local HuggingFace cache
+/// ([`trt_hf::hub`]; nothing is downloaded). The error names both places.
+pub fn resolve_model(model: &str) -> Result<PathBuf> {
+    let path = Path::new(model);
+    if path.exists() {
+        return Ok(path.to_owned());
+    }
+    if trt_hf::hub::looks_like_id(model.split('@').next().unwrap_or(model)) {
+        return Ok(trt_hf::hub::resolve(model)?);
+    }
+    Err(Error::Io { path: path.to_owned(), source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or folder") })
 }

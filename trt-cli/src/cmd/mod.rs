@@ -18,6 +18,7 @@ pub mod compare_report;
 pub mod convert;
 #[cfg(feature = "tensorrt")]
 pub mod demo;
+pub mod import;
 #[cfg(feature = "tensorrt")]
 pub mod inspect;
 pub mod nlp;

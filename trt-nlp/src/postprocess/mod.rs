@@ -12,7 +12,7 @@ mod softmax;
 pub use element::{FloatElement, MaskElement};
 pub use labels::{top_k, Labels, Prediction};
 pub use pooling::{cls_pool, l2_normalize, mean_pool, Pooling};
-pub use softmax::softmax;
+pub use softmax::{scores, softmax};
 
 /// Read and parse a JSON configuration file (`config.json`,
 /// `1_Pooling/config.json`); errors name the file.

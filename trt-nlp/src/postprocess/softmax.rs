@@ -1,4 +1,4 @@
-//! Row-wise softmax.
+//! Row-wise softmax, and the score activations of classifiers.
 
 use ndarray::{Array2, ArrayView2, Axis};
 
@@ -24,4 +24,22 @@ pub fn softmax<T: FloatElement>(logits: ArrayView2<'_, T>) -> Array2<f32> {
         row.mapv_inplace(|x| x / sum);
     }
     out
+}
+
+/// Scores from logits as `activation` says: softmax over each row, a
+/// sigmoid per value (multi-label classifiers, one-logit cross-encoders),
+/// or the logits as they are.
+///
+/// ```
+/// use ndarray::array;
+/// use trt_nlp::{scores, ScoreActivation};
+/// let s = scores(array![[0.0f32]].view(), ScoreActivation::Sigmoid);
+/// assert_eq!(s, array![[0.5f32]]);
+/// ```
+pub fn scores<T: FloatElement>(logits: ArrayView2<'_, T>, activation: trt_hf::ScoreActivation) -> Array2<f32> {
+    match activation {
+        trt_hf::ScoreActivation::Sigmoid => logits.mapv(|x| 1.0 / (1.0 + (-x.to_f32()).exp())),
+        trt_hf::ScoreActivation::Identity => logits.mapv(T::to_f32),
+        _ => softmax(logits),
+    }
 }

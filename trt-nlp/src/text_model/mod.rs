@@ -37,8 +37,8 @@ use ndarray::{Array2, ArrayView1};
 use crate::backend::{Backend, BackendChoice, BackendOptions};
 use crate::texts::for_each_batch;
 use crate::{
-    softmax, top_k, BatchLayout, EncodedBatch, Error, HelperOptions, Labels, ModelFolder, ModelLayout, Pooling, Prediction, Result,
-    TokenRow, TokenizerPipeline,
+    scores, top_k, BatchLayout, EncodedBatch, Error, HelperOptions, Labels, ModelFolder, ModelLayout, Pooling, Prediction, Result,
+    ScoreActivation, TokenRow, TokenizerPipeline,
 };
 
 mod selection;
@@ -46,6 +46,7 @@ mod tensor;
 
 pub(crate) use selection::RowOutputs;
 pub use selection::{Selected, Selection, Source, EMBEDDING};
+
 pub use tensor::OutputRows;
 
 /// How a model's outputs become answers: the class names of its logits, and
@@ -59,25 +60,65 @@ pub struct Head {
     pub pooling: Pooling,
     /// Whether embeddings are L2-normalised.
     pub normalize: bool,
+    /// How logits become the scores of [`TextModel::classify`].
+    pub activation: ScoreActivation,
+    /// Named prompts put before a text to embed, and the one used when none is named.
+    pub prompts: Prompts,
+}
+
+/// A model's named prompts (sentence-transformers' `prompts`), and which one
+/// applies when a caller names none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prompts {
+    /// `(name, text)` pairs.
+    pub named: Vec<(String, String)>,
+    /// The prompt used when none is named.
+    pub default: Option<String>,
+}
+
+impl Prompts {
+    /// The text of prompt `name`, of the default prompt when `name` is
+    /// `None`; `Some("")` is no prompt. An unknown name is an error listing
+    /// the names there are.
+    pub fn text(&self, name: Option<&str>) -> Result<&str> {
+        match name.or(self.default.as_deref()) {
+            None | Some("") => Ok(""),
+            Some(n) => self.named.iter().find(|(k, _)| k == n).map(|(_, p)| p.as_str()).ok_or_else(|| {
+                let names: Vec<&str> = self.named.iter().map(|(k, _)| k.as_str()).collect();
+                Error::UnknownPrompt(format!("no prompt named '{n}' (the model has {names:?})"))
+            }),
+        }
+    }
 }
 
 impl Default for Head {
-    /// Default labels (`LABEL_i`), mean pooling, normalised: what a model
-    /// folder without `config.json`, `1_Pooling/` or `modules.json` gives.
+    /// Default labels (`LABEL_i`), mean pooling, normalised, softmax scores,
+    /// no prompts: what a model folder without `config.json`, `1_Pooling/`
+    /// or `modules.json` gives.
     fn default() -> Self {
-        Head { labels: Labels::default(), pooling: Pooling::Mean, normalize: true }
+        Head {
+            labels: Labels::default(),
+            pooling: Pooling::Mean,
+            normalize: true,
+            activation: ScoreActivation::Softmax,
+            prompts: Prompts::default(),
+        }
     }
 }
 
 impl Head {
-    /// A head from its parts.
+    /// A head from its parts (softmax scores, no prompts).
     pub fn new(labels: Labels, pooling: Pooling, normalize: bool) -> Self {
-        Head { labels, pooling, normalize }
+        Head { labels, pooling, normalize, ..Head::default() }
     }
 
     /// What a model folder's files say ([`ModelFolder`]).
     pub fn of(folder: &ModelFolder) -> Self {
-        Head { labels: folder.labels.clone(), pooling: folder.pooling, normalize: folder.normalize }
+        let (activation, prompts) = match &folder.imported {
+            Some(d) => (d.activation, Prompts { named: d.prompts.clone(), default: d.default_prompt_name.clone() }),
+            None => (ScoreActivation::Softmax, Prompts::default()),
+        };
+        Head { labels: folder.labels.clone(), pooling: folder.pooling, normalize: folder.normalize, activation, prompts }
     }
 }
 
@@ -201,17 +242,36 @@ impl TextModel {
 
     /// The `[batch, labels]` logits alone; fails when the model has none.
     pub fn logits(&self) -> Result<Selection> {
-        let logits = self
-            .layout()
-            .output_of_rank(2)
+        // A sentence embedding is rank 2 too, but no logits.
+        let layout = self.layout();
+        let logits = layout
+            .model_outputs()
+            .find(|o| o.rank == 2 && o.name == "logits")
+            .or_else(|| layout.model_outputs().find(|o| o.rank == 2 && o.name != EMBEDDING))
             .ok_or_else(|| Error::InvalidConfig("the model has no [batch, labels] output (logits)".into()))?;
         self.select(&[logits.name.as_str()])
     }
 
-    /// Embeddings of `texts`, `[texts.len(), dim]`, in their order. Texts are
-    /// run in batches of similar length (fewer padded tokens); an empty input
-    /// gives a `[0, 0]` array.
+    /// Embeddings of `texts`, `[texts.len(), dim]`, in their order, with the
+    /// model's default prompt before each text where it has one (as
+    /// sentence-transformers' `encode`). Texts are run in batches of similar
+    /// length (fewer padded tokens); an empty input gives a `[0, 0]` array.
     pub fn embed<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<Array2<f32>> {
+        self.embed_with_prompt(texts, None)
+    }
+
+    /// [`embed`](Self::embed) with the prompt called `prompt` before each
+    /// text (`Some("")`: none; `None`: the model's default).
+    pub fn embed_with_prompt<S: AsRef<str> + Sync>(&self, texts: &[S], prompt: Option<&str>) -> Result<Array2<f32>> {
+        let prefix = self.head.prompts.text(prompt)?;
+        if prefix.is_empty() {
+            return self.embed_texts(texts);
+        }
+        let prompted: Vec<String> = texts.iter().map(|t| format!("{prefix}{}", t.as_ref())).collect();
+        self.embed_texts(&prompted)
+    }
+
+    fn embed_texts<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<Array2<f32>> {
         let selection = self.embedding()?;
         let all: Mutex<Option<Array2<f32>>> = Mutex::new(None);
         for_each_batch(&*self.backend, &self.pipeline, texts, &self.reads(&selection), |rows, layout, outputs| {
@@ -229,8 +289,10 @@ impl TextModel {
         Ok(all.into_inner().unwrap_or_else(PoisonError::into_inner).unwrap_or_else(|| Array2::zeros((0, 0))))
     }
 
-    /// The logits and the `k` most probable labels of each text, in their
-    /// order. Texts are run in batches of similar length; an empty input
+    /// The logits and the `k` best-scored labels of each text, in their
+    /// order; scores as the model's [`Head::activation`] says (softmax for
+    /// single-label classifiers, sigmoid for multi-label ones and one-logit
+    /// cross-encoders). Texts are run in batches of similar length; an empty input
     /// gives an empty result.
     pub fn classify<S: AsRef<str> + Sync>(&self, texts: &[S], k: usize) -> Result<Vec<Classification>> {
         let selection = self.logits()?;
@@ -239,7 +301,7 @@ impl TextModel {
             let logits = one(selection.tensors(layout, outputs, rows.len())?)?;
             let logits = Array2::from_shape_vec((logits.rows(), logits.row_len()), logits.values)
                 .map_err(|e| Error::InvalidConfig(format!("logits: {e}")))?;
-            let top = top_k(softmax(logits.view()).view(), k, &self.head.labels);
+            let top = top_k(scores(logits.view(), self.head.activation).view(), k, &self.head.labels);
             let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
             for ((&i, row), top) in rows.iter().zip(logits.rows()).zip(top) {
                 all[i] = Some(Classification { logits: row.to_vec(), top });

@@ -1,0 +1,49 @@
+//! `trt import DIR -o OUT`: a HuggingFace model folder (config.json,
+//! model.safetensors, tokenizer.json, sentence-transformers files), or
+//! `org/name` from the local HuggingFace cache, written as a servable folder
+//! (model.onnx, tokenizer.json, config.json, trt_model.json) by trt-hf, in
+//! Rust. `trt embed`, `classify` and `serve` do the same on first use into
+//! a cache; this command writes the folder where you say.
+
+use std::path::PathBuf;
+
+use trt_hf::{ImportOptions, Precision};
+
+use crate::error::{CliError, Result};
+
+/// Arguments of `trt import`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The HuggingFace model folder, or org/name[@revision] in the local HuggingFace cache.
+    pub model: String,
+
+    /// Where to write the servable folder.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
+
+    /// Write the graph in FP16 (LayerNorm, Softmax, reductions and pooling stay FP32).
+    #[arg(long)]
+    pub fp16: bool,
+}
+
+/// `trt import`.
+pub fn run(args: Args) -> Result<()> {
+    let src = trt_nlp::resolve_model(&args.model)?;
+    let options = ImportOptions::default().with_precision(if args.fp16 { Precision::Fp16 } else { Precision::Fp32 });
+    let d = trt_hf::import(&src, &args.output, &options).map_err(|e| CliError::new(e.to_string()))?;
+    let what = match d.embedding_dim {
+        Some(dim) => {
+            format!("embedding of {dim} values ({} pooling{})", d.pooling.join("+"), if d.normalize { ", normalised" } else { "" })
+        }
+        None => format!("{} labels ({:?} scores)", d.labels.len(), d.activation).to_lowercase(),
+    };
+    eprintln!(
+        "imported {} ({}): {what}; texts cut at {} tokens; {:?} -> {}",
+        src.display(),
+        d.architecture.as_deref().unwrap_or(&d.model_type),
+        d.max_seq_length,
+        d.precision,
+        args.output.display()
+    );
+    Ok(())
+}

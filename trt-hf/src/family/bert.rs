@@ -1,0 +1,72 @@
+//! BERT and ELECTRA: word, absolute position and token-type embeddings,
+//! LayerNorm; ELECTRA projects its (smaller) embeddings to the hidden size.
+
+use super::{head_weights, linear_weights, norm_weights, LayerNames};
+use crate::arch::{Activation, ArchConfig};
+use crate::graph::{attr_int, Graph};
+use crate::weights::Weights;
+use crate::Result;
+
+/// `[B, S, hidden]`: the embeddings, normalised (and projected for ELECTRA).
+pub fn embeddings(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<String> {
+    let e = cfg.embedding_size;
+    let word = g.weight(&w.get("embeddings.word_embeddings.weight", &[cfg.vocab_size, e])?);
+    let pos = g.weight(&w.get("embeddings.position_embeddings.weight", &[cfg.max_positions, e])?);
+    let ids = g.token_input("input_ids");
+    g.token_input("attention_mask");
+    let x = g.op("Gather", "embeddings/word/Gather", &[&word, &ids], vec![attr_int("axis", 0)]);
+    // Positions 0..S-1: the table's first S rows, broadcast over the batch.
+    let len = g.seq_len(&ids);
+    let p = g.leading(&pos, &len, &[0], "embeddings/position");
+    let mut x = g.op("Add", "embeddings/AddPosition", &[&x, &p], vec![]);
+    if cfg.type_vocab_size > 0 {
+        let types = g.weight(&w.get("embeddings.token_type_embeddings.weight", &[cfg.type_vocab_size, e])?);
+        let tt = g.token_input("token_type_ids");
+        let t = g.op("Gather", "embeddings/token_type/Gather", &[&types, &tt], vec![attr_int("axis", 0)]);
+        x = g.op("Add", "embeddings/AddTokenType", &[&x, &t], vec![]);
+    }
+    let (lw, lb) = norm_weights(w, "embeddings.LayerNorm", e)?;
+    let x = g.layer_norm(&x, &lw, &lb, cfg.layer_norm_eps, "embeddings/LayerNorm");
+    if e != cfg.hidden {
+        let (pw, pb) = linear_weights(w, "embeddings_project", cfg.hidden, e)?;
+        return Ok(g.linear(&x, &pw, Some(&pb), "embeddings/project"));
+    }
+    Ok(x)
+}
+
+/// `encoder.layer.{i}`'s weights (BERT, ELECTRA and the RoBERTa family share them).
+pub fn layer_names(i: usize) -> LayerNames {
+    let p = format!("encoder.layer.{i}");
+    LayerNames {
+        q: format!("{p}.attention.self.query"),
+        k: format!("{p}.attention.self.key"),
+        v: format!("{p}.attention.self.value"),
+        o: format!("{p}.attention.output.dense"),
+        ln_attention: format!("{p}.attention.output.LayerNorm"),
+        ffn_in: format!("{p}.intermediate.dense"),
+        ffn_out: format!("{p}.output.dense"),
+        ln_output: format!("{p}.output.LayerNorm"),
+    }
+}
+
+/// BertForSequenceClassification: the pooler (dense, tanh) on `[CLS]`, then the classifier.
+pub fn head(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
+    let h = cfg.hidden;
+    let cls = g.token(hidden, 0, "head/cls");
+    let (pw, pb) = linear_weights(w, "pooler.dense", h, h)?;
+    let pooled = g.linear(&cls, &pw, Some(&pb), "head/pooler");
+    let pooled = g.activation(&pooled, Activation::Tanh, "head/pooler");
+    let (cw, cb) = head_weights(w, "classifier", cfg.labels.len(), h)?;
+    Ok(g.linear(&pooled, &cw, Some(&cb), "head/classifier"))
+}
+
+/// ElectraForSequenceClassification: dense, GELU, out_proj on `[CLS]`.
+pub fn electra_head(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
+    let h = cfg.hidden;
+    let cls = g.token(hidden, 0, "head/cls");
+    let (dw, db) = head_weights(w, "classifier.dense", h, h)?;
+    let x = g.linear(&cls, &dw, Some(&db), "head/dense");
+    let x = g.activation(&x, Activation::Gelu, "head/dense");
+    let (ow, ob) = head_weights(w, "classifier.out_proj", cfg.labels.len(), h)?;
+    Ok(g.linear(&x, &ow, Some(&ob), "head/out_proj"))
+}

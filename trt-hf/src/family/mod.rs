@@ -1,0 +1,154 @@
+//! One module per architecture family: each says which tensors its
+//! checkpoints hold, how its embeddings and classification head are
+//! computed; the post-LayerNorm encoder stack they share is here.
+//!
+//! | module | `model_type` | embeddings | head of `*ForSequenceClassification` |
+//! |---|---|---|---|
+//! | [`bert`] | `bert`, `electra` | word + absolute position + token type (ELECTRA: projected to the hidden size) | BERT: pooler (dense, tanh) then linear; ELECTRA: dense, GELU, linear |
+//! | [`roberta`] | `roberta`, `xlm-roberta`, `camembert` | positions counted from `padding_idx + 1` over non-pad tokens | dense, tanh, linear on `<s>` |
+//! | [`distilbert`] | `distilbert` | word + absolute position | dense, ReLU, linear on `[CLS]` |
+//! | [`mpnet`] | `mpnet` | as RoBERTa, plus a relative-position bias on every layer's scores | dense, tanh, linear on `<s>` |
+
+pub mod bert;
+pub mod distilbert;
+pub mod mpnet;
+pub mod roberta;
+
+use crate::arch::{ArchConfig, Family};
+use crate::graph::{AttentionWeights, Graph};
+use crate::weights::{Tensor, Weights};
+use crate::Result;
+
+/// The weight names of one post-LayerNorm encoder layer (each a prefix of
+/// `.weight` / `.bias`).
+pub struct LayerNames {
+    /// Query, key, value and output projections.
+    pub q: String,
+    /// Key.
+    pub k: String,
+    /// Value.
+    pub v: String,
+    /// Attention output.
+    pub o: String,
+    /// LayerNorm after attention.
+    pub ln_attention: String,
+    /// Feed-forward in.
+    pub ffn_in: String,
+    /// Feed-forward out.
+    pub ffn_out: String,
+    /// LayerNorm after the feed-forward.
+    pub ln_output: String,
+}
+
+/// The token inputs a family's graph takes, in order.
+pub fn inputs(cfg: &ArchConfig) -> Vec<&'static str> {
+    match cfg.family {
+        Family::Bert if cfg.type_vocab_size > 0 => vec!["input_ids", "attention_mask", "token_type_ids"],
+        _ => vec!["input_ids", "attention_mask"],
+    }
+}
+
+/// The weight-name prefixes of the family's task checkpoints.
+pub fn prefixes(cfg: &ArchConfig) -> &'static [&'static str] {
+    match (cfg.family, cfg.model_type.as_str()) {
+        (Family::Bert, "electra") => &["electra."],
+        (Family::Bert, _) => &["bert."],
+        (Family::Roberta, _) => &["roberta."],
+        (Family::DistilBert, _) => &["distilbert."],
+        (Family::MpNet, _) => &["mpnet."],
+    }
+}
+
+/// The family's name in messages.
+pub fn name(cfg: &ArchConfig) -> &'static str {
+    match cfg.family {
+        Family::Bert => "BERT",
+        Family::Roberta => "RoBERTa",
+        Family::DistilBert => "DistilBERT",
+        Family::MpNet => "MPNet",
+    }
+}
+
+/// The encoder's last hidden state, `[B, S, hidden]`.
+pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<String> {
+    let x = match cfg.family {
+        Family::Bert => bert::embeddings(g, w, cfg)?,
+        Family::Roberta => roberta::embeddings(g, w, cfg)?,
+        Family::DistilBert => distilbert::embeddings(g, w, cfg)?,
+        Family::MpNet => roberta::embeddings_without_types(g, w, cfg)?,
+    };
+    let mask = g.mask_bias("attention_mask");
+    let bias = match cfg.family {
+        Family::MpNet => Some(mpnet::position_bias(g, w, cfg)?),
+        _ => None,
+    };
+    let names: fn(usize) -> LayerNames = match cfg.family {
+        Family::Bert | Family::Roberta => bert::layer_names,
+        Family::DistilBert => distilbert::layer_names,
+        Family::MpNet => mpnet::layer_names,
+    };
+    let mut x = x;
+    for i in 0..cfg.layers {
+        x = post_ln_layer(g, w, cfg, &x, &names(i), &mask, bias.as_deref(), i)?;
+    }
+    Ok(x)
+}
+
+/// The `[B, labels]` logits of a `*ForSequenceClassification` checkpoint.
+pub fn classifier(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
+    match cfg.family {
+        Family::Bert if cfg.model_type == "electra" => bert::electra_head(g, w, cfg, hidden),
+        Family::Bert => bert::head(g, w, cfg, hidden),
+        Family::Roberta | Family::MpNet => roberta::head(g, w, cfg, hidden),
+        Family::DistilBert => distilbert::head(g, w, cfg, hidden),
+    }
+}
+
+/// `(weight [rows, cols], bias [rows])` of a Linear under `prefix`.
+pub fn linear_weights(w: &Weights, prefix: &str, rows: usize, cols: usize) -> Result<(Tensor, Tensor)> {
+    Ok((w.get(&format!("{prefix}.weight"), &[rows, cols])?, w.get(&format!("{prefix}.bias"), &[rows])?))
+}
+
+/// The same for a head's Linear, named exactly (no family prefix).
+pub fn head_weights(w: &Weights, prefix: &str, rows: usize, cols: usize) -> Result<(Tensor, Tensor)> {
+    Ok((w.get_exact(&format!("{prefix}.weight"), &[rows, cols])?, w.get_exact(&format!("{prefix}.bias"), &[rows])?))
+}
+
+/// LayerNorm `(weight, bias)` of size `n` under `prefix`.
+pub fn norm_weights(w: &Weights, prefix: &str, n: usize) -> Result<(Tensor, Tensor)> {
+    Ok((w.get(&format!("{prefix}.weight"), &[n])?, w.get(&format!("{prefix}.bias"), &[n])?))
+}
+
+/// One encoder layer: attention, residual, LayerNorm; feed-forward, residual, LayerNorm.
+#[allow(clippy::too_many_arguments)]
+fn post_ln_layer(
+    g: &mut Graph,
+    w: &Weights,
+    cfg: &ArchConfig,
+    x: &str,
+    n: &LayerNames,
+    mask: &str,
+    bias: Option<&str>,
+    i: usize,
+) -> Result<String> {
+    let h = cfg.hidden;
+    let aw = AttentionWeights {
+        q: linear_weights(w, &n.q, h, h)?,
+        k: linear_weights(w, &n.k, h, h)?,
+        v: linear_weights(w, &n.v, h, h)?,
+        o: linear_weights(w, &n.o, h, h)?,
+    };
+    let name = format!("layer.{i}");
+    let a = g.attention(x, &aw, cfg.heads, mask, bias, &format!("{name}/attention"));
+    let a = g.op("Add", &format!("{name}/attention/Residual"), &[&a, x], vec![]);
+    let (lw, lb) = norm_weights(w, &n.ln_attention, h)?;
+    let x = g.layer_norm(&a, &lw, &lb, cfg.layer_norm_eps, &format!("{name}/attention/LayerNorm"));
+    let (w1, b1) = linear_weights(w, &n.ffn_in, cfg.intermediate, h)?;
+    let f = g.linear(&x, &w1, Some(&b1), &format!("{name}/ffn/in"));
+    let f = g.activation(&f, cfg.act, &format!("{name}/ffn/act"));
+    let (w2, b2) = linear_weights(w, &n.ffn_out, h, cfg.intermediate)?;
+    let f = g.linear(&f, &w2, Some(&b2), &format!("{name}/ffn/out"));
+    let f = g.op("Add", &format!("{name}/ffn/Residual"), &[&f, &x], vec![]);
+    let (lw, lb) = norm_weights(w, &n.ln_output, h)?;
+    Ok(g.layer_norm(&f, &lw, &lb, cfg.layer_norm_eps, &format!("{name}/ffn/LayerNorm")))
+}

@@ -1,0 +1,382 @@
+//! The graph builder every family writes through: nodes with names derived
+//! from the checkpoint's own tensor names, weights as FP32 initializers, and
+//! the building blocks an encoder is made of (linear layers, LayerNorm,
+//! activations, multi-head attention).
+//!
+//! The graph is opset 17 (LayerNormalization is native; GELU is written as
+//! its erf formula, the pattern runtimes fuse) and IR 8, the version that
+//! shipped with opset 17, so older ONNX parsers (TensorRT's among them)
+//! accept it. Only operators TensorRT's ONNX parser and ONNX Runtime's CPU
+//! provider both implement are used.
+
+use std::collections::HashMap;
+
+use trt_onnx::graph::proto::attribute_proto::AttributeType;
+use trt_onnx::graph::proto::tensor_proto::DataType;
+use trt_onnx::graph::proto::{
+    tensor_shape_proto, type_proto, AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto,
+    TensorProto, TensorShapeProto, TypeProto, ValueInfoProto,
+};
+use trt_onnx::graph::Model;
+
+use crate::arch::Activation;
+use crate::weights::Tensor;
+
+/// The opset written.
+pub const OPSET: i64 = 17;
+/// The IR version that shipped with opset 17.
+pub const IR_VERSION: i64 = 8;
+/// The additive bias on masked attention scores: exactly representable in
+/// FP16 and large enough that `exp` of it is 0 in the FP32 Softmax.
+pub const MASK_BIAS: f32 = -10000.0;
+
+/// A dimension of a graph input or output.
+#[derive(Debug, Clone)]
+pub enum Dim {
+    /// A named, dynamic axis.
+    Named(&'static str),
+    /// A fixed size.
+    Fixed(usize),
+}
+
+/// An ONNX graph being written.
+#[derive(Debug, Default)]
+pub struct Graph {
+    nodes: Vec<NodeProto>,
+    inits: Vec<TensorProto>,
+    inputs: Vec<ValueInfoProto>,
+    outputs: Vec<ValueInfoProto>,
+    scalars: HashMap<u32, String>,
+    taken: HashMap<String, usize>,
+    /// Nodes added while [`Graph::fp32_region`] is on.
+    fp32_nodes: Vec<String>,
+    fp32_region: bool,
+}
+
+/// An attribute of a node.
+pub fn attr_int(name: &str, v: i64) -> AttributeProto {
+    AttributeProto { name: Some(name.into()), r#type: Some(AttributeType::Int as i32), i: Some(v), ..Default::default() }
+}
+
+/// A float attribute.
+pub fn attr_float(name: &str, v: f32) -> AttributeProto {
+    AttributeProto { name: Some(name.into()), r#type: Some(AttributeType::Float as i32), f: Some(v), ..Default::default() }
+}
+
+/// An attribute holding a list of ints.
+pub fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
+    AttributeProto { name: Some(name.into()), r#type: Some(AttributeType::Ints as i32), ints: v.to_vec(), ..Default::default() }
+}
+
+fn tensor_value(name: &str, elem_type: i32, dims: &[Dim]) -> ValueInfoProto {
+    let dim = dims
+        .iter()
+        .map(|d| tensor_shape_proto::Dimension {
+            value: Some(match d {
+                Dim::Named(n) => tensor_shape_proto::dimension::Value::DimParam(n.to_string()),
+                Dim::Fixed(n) => tensor_shape_proto::dimension::Value::DimValue(*n as i64),
+            }),
+            ..Default::default()
+        })
+        .collect();
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(elem_type),
+                shape: Some(TensorShapeProto { dim }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+impl Graph {
+    /// A fresh name based on `base` (a suffix is added when it is taken).
+    fn fresh(&mut self, base: &str) -> String {
+        let n = self.taken.entry(base.to_string()).or_insert(0);
+        *n += 1;
+        if *n == 1 {
+            base.to_string()
+        } else {
+            format!("{base}_{n}")
+        }
+    }
+
+    /// Adds an INT32 `[batch, sequence]` token input.
+    pub fn token_input(&mut self, name: &str) -> String {
+        self.inputs.push(tensor_value(name, DataType::Int32 as i32, &[Dim::Named("batch"), Dim::Named("sequence")]));
+        name.to_string()
+    }
+
+    /// Declares `tensor` a FLOAT graph output called `name` (an Identity
+    /// gives it that name).
+    pub fn output(&mut self, tensor: &str, name: &str, dims: &[Dim]) {
+        self.nodes.push(NodeProto {
+            op_type: Some("Identity".into()),
+            name: Some(format!("{name}/Identity")),
+            input: vec![tensor.to_string()],
+            output: vec![name.to_string()],
+            ..Default::default()
+        });
+        self.outputs.push(tensor_value(name, DataType::Float as i32, dims));
+    }
+
+    /// Nodes added from now until [`Graph::end_fp32`] stay FP32 in the FP16 model.
+    pub fn begin_fp32(&mut self) {
+        self.fp32_region = true;
+    }
+
+    /// Ends the region [`Graph::begin_fp32`] started.
+    pub fn end_fp32(&mut self) {
+        self.fp32_region = false;
+    }
+
+    /// The names of the nodes that stay FP32.
+    pub fn fp32_nodes(&self) -> &[String] {
+        &self.fp32_nodes
+    }
+
+    /// A node of `op` over `inputs` with one output, named `name`; returns the output.
+    pub fn op(&mut self, op: &str, name: &str, inputs: &[&str], attrs: Vec<AttributeProto>) -> String {
+        let node = self.fresh(name);
+        let out = format!("{node}_out");
+        if self.fp32_region {
+            self.fp32_nodes.push(node.clone());
+        }
+        self.nodes.push(NodeProto {
+            op_type: Some(op.to_string()),
+            name: Some(node),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: vec![out.clone()],
+            attribute: attrs,
+            ..Default::default()
+        });
+        out
+    }
+
+    fn init(&mut self, name: &str, dims: &[usize], data_type: DataType, raw: Vec<u8>) -> String {
+        let name = self.fresh(name);
+        self.inits.push(TensorProto {
+            name: Some(name.clone()),
+            dims: dims.iter().map(|&d| d as i64).collect(),
+            data_type: Some(data_type as i32),
+            raw_data: Some(raw.into()),
+            ..Default::default()
+        });
+        name
+    }
+
+    /// A FLOAT initializer.
+    pub fn floats(&mut self, name: &str, dims: &[usize], data: &[f32]) -> String {
+        self.init(name, dims, DataType::Float, data.iter().flat_map(|v| v.to_le_bytes()).collect())
+    }
+
+    /// An INT64 initializer (a scalar when `dims` is empty).
+    pub fn ints(&mut self, name: &str, dims: &[usize], data: &[i64]) -> String {
+        self.init(name, dims, DataType::Int64, data.iter().flat_map(|v| v.to_le_bytes()).collect())
+    }
+
+    /// A FLOAT scalar, one initializer per value.
+    pub fn scalar(&mut self, v: f32) -> String {
+        if let Some(n) = self.scalars.get(&v.to_bits()) {
+            return n.clone();
+        }
+        let n = self.floats(&format!("const/{v}"), &[], &[v]);
+        self.scalars.insert(v.to_bits(), n.clone());
+        n
+    }
+
+    /// A weight as stored.
+    pub fn weight(&mut self, t: &Tensor) -> String {
+        self.floats(&t.name, &t.shape, &t.data)
+    }
+
+    /// A `[out, in]` PyTorch Linear weight as the `[in, out]` MatMul operand.
+    pub fn weight_t(&mut self, t: &Tensor) -> String {
+        let (rows, cols) = (t.shape[0], t.shape[1]);
+        let mut data = vec![0f32; t.data.len()];
+        for r in 0..rows {
+            for c in 0..cols {
+                data[c * rows + r] = t.data[r * cols + c];
+            }
+        }
+        self.floats(&t.name, &[cols, rows], &data)
+    }
+
+    /// `x @ wᵀ + b` with a PyTorch Linear's weight `[out, in]`.
+    pub fn linear(&mut self, x: &str, w: &Tensor, b: Option<&Tensor>, name: &str) -> String {
+        let wt = self.weight_t(w);
+        let y = self.op("MatMul", &format!("{name}/MatMul"), &[x, &wt], vec![]);
+        match b {
+            Some(b) => {
+                let b = self.weight(b);
+                self.op("Add", &format!("{name}/Add"), &[&y, &b], vec![])
+            }
+            None => y,
+        }
+    }
+
+    /// LayerNormalization over the last axis.
+    pub fn layer_norm(&mut self, x: &str, w: &Tensor, b: &Tensor, eps: f32, name: &str) -> String {
+        let (w, b) = (self.weight(w), self.weight(b));
+        self.op(
+            "LayerNormalization",
+            &format!("{name}/LayerNormalization"),
+            &[x, &w, &b],
+            vec![attr_int("axis", -1), attr_float("epsilon", eps)],
+        )
+    }
+
+    /// `act(x)`.
+    pub fn activation(&mut self, x: &str, act: Activation, name: &str) -> String {
+        match act {
+            Activation::Gelu => {
+                // x * 0.5 * (1 + erf(x / sqrt 2)): the Gelu operator only exists from opset 20.
+                let sqrt2 = self.scalar(std::f32::consts::SQRT_2);
+                let d = self.op("Div", &format!("{name}/gelu/Div"), &[x, &sqrt2], vec![]);
+                let e = self.op("Erf", &format!("{name}/gelu/Erf"), &[&d], vec![]);
+                let one = self.scalar(1.0);
+                let e = self.op("Add", &format!("{name}/gelu/Add"), &[&e, &one], vec![]);
+                let m = self.op("Mul", &format!("{name}/gelu/Mul"), &[x, &e], vec![]);
+                let half = self.scalar(0.5);
+                self.op("Mul", &format!("{name}/gelu/Half"), &[&m, &half], vec![])
+            }
+            Activation::GeluTanh => {
+                // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as transformers' NewGELU.
+                let x2 = self.op("Mul", &format!("{name}/gelu_tanh/Square"), &[x, x], vec![]);
+                let x3 = self.op("Mul", &format!("{name}/gelu_tanh/Cube"), &[&x2, x], vec![]);
+                let c = self.scalar(0.044715);
+                let x3 = self.op("Mul", &format!("{name}/gelu_tanh/MulC"), &[&x3, &c], vec![]);
+                let inner = self.op("Add", &format!("{name}/gelu_tanh/Add"), &[x, &x3], vec![]);
+                let k = self.scalar((2.0f64 / std::f64::consts::PI).sqrt() as f32);
+                let inner = self.op("Mul", &format!("{name}/gelu_tanh/MulK"), &[&inner, &k], vec![]);
+                let t = self.op("Tanh", &format!("{name}/gelu_tanh/Tanh"), &[&inner], vec![]);
+                let one = self.scalar(1.0);
+                let t = self.op("Add", &format!("{name}/gelu_tanh/AddOne"), &[&t, &one], vec![]);
+                let m = self.op("Mul", &format!("{name}/gelu_tanh/Mul"), &[x, &t], vec![]);
+                let half = self.scalar(0.5);
+                self.op("Mul", &format!("{name}/gelu_tanh/Half"), &[&m, &half], vec![])
+            }
+            Activation::Relu => self.op("Relu", &format!("{name}/Relu"), &[x], vec![]),
+            Activation::Tanh => self.op("Tanh", &format!("{name}/Tanh"), &[x], vec![]),
+            Activation::Silu => {
+                let s = self.op("Sigmoid", &format!("{name}/silu/Sigmoid"), &[x], vec![]);
+                self.op("Mul", &format!("{name}/silu/Mul"), &[x, &s], vec![])
+            }
+        }
+    }
+
+    /// Gathers row `index` of axis 1 (`[B, S, H]` → `[B, H]`).
+    pub fn token(&mut self, x: &str, index: i64, name: &str) -> String {
+        let i = self.ints(&format!("{name}/index"), &[], &[index]);
+        self.op("Gather", &format!("{name}/Gather"), &[x, &i], vec![attr_int("axis", 1)])
+    }
+
+    /// The `[B, S]` attention mask as the additive `[B, 1, 1, S]` score bias.
+    pub fn mask_bias(&mut self, mask: &str) -> String {
+        let m = self.op("Cast", "mask/Cast", &[mask], vec![attr_int("to", DataType::Float as i64)]);
+        let one = self.scalar(1.0);
+        let m = self.op("Sub", "mask/Sub", &[&one, &m], vec![]);
+        let bias = self.scalar(MASK_BIAS);
+        let m = self.op("Mul", "mask/Mul", &[&m, &bias], vec![]);
+        let axes = self.ints("mask/axes", &[2], &[1, 2]);
+        self.op("Unsqueeze", "mask/Unsqueeze", &[&m, &axes], vec![])
+    }
+
+    /// Multi-head self-attention of `x` (`[B, S, H]`) up to the output
+    /// projection (the residual and LayerNorm are the caller's): Q is scaled
+    /// before the product, so unscaled scores never exist (FP16 headroom);
+    /// `bias` (`[B|1, heads, S, S]`) is added to the scores with the mask.
+    pub fn attention(&mut self, x: &str, w: &AttentionWeights, heads: usize, mask_bias: &str, bias: Option<&str>, name: &str) -> String {
+        let hidden = w.q.0.shape[0];
+        let head_dim = hidden / heads;
+        let split = self.ints(&format!("{name}/split_heads"), &[4], &[0, 0, heads as i64, head_dim as i64]);
+        let merge = self.ints(&format!("{name}/merge_heads"), &[3], &[0, 0, hidden as i64]);
+        let project = |g: &mut Graph, (wt, b): &(Tensor, Tensor), what: &str, perm: &[i64]| {
+            let y = g.linear(x, wt, Some(b), &format!("{name}/{what}"));
+            let y = g.op("Reshape", &format!("{name}/{what}/Reshape"), &[&y, &split], vec![]);
+            g.op("Transpose", &format!("{name}/{what}/Transpose"), &[&y], vec![attr_ints("perm", perm)])
+        };
+        let q = project(self, &w.q, "q", &[0, 2, 1, 3]);
+        let k = project(self, &w.k, "k", &[0, 2, 3, 1]);
+        let v = project(self, &w.v, "v", &[0, 2, 1, 3]);
+        let scale = self.scalar((1.0 / (head_dim as f64).sqrt()) as f32);
+        let q = self.op("Mul", &format!("{name}/q/Scale"), &[&q, &scale], vec![]);
+        let mut scores = self.op("MatMul", &format!("{name}/scores/MatMul"), &[&q, &k], vec![]);
+        if let Some(b) = bias {
+            scores = self.op("Add", &format!("{name}/scores/AddBias"), &[&scores, b], vec![]);
+        }
+        let scores = self.op("Add", &format!("{name}/scores/AddMask"), &[&scores, mask_bias], vec![]);
+        let probs = self.op("Softmax", &format!("{name}/Softmax"), &[&scores], vec![attr_int("axis", -1)]);
+        let ctx = self.op("MatMul", &format!("{name}/context/MatMul"), &[&probs, &v], vec![]);
+        let ctx = self.op("Transpose", &format!("{name}/context/Transpose"), &[&ctx], vec![attr_ints("perm", &[0, 2, 1, 3])]);
+        let ctx = self.op("Reshape", &format!("{name}/context/Reshape"), &[&ctx, &merge], vec![]);
+        self.linear(&ctx, &w.o.0, Some(&w.o.1), &format!("{name}/output"))
+    }
+
+    /// The model: this graph, its inputs and outputs, and `properties` as metadata.
+    pub fn finish(self, name: &str, doc: &str, properties: &[(&str, String)]) -> Model {
+        let graph = GraphProto {
+            node: self.nodes,
+            name: Some(name.to_string()),
+            initializer: self.inits,
+            input: self.inputs,
+            output: self.outputs,
+            ..Default::default()
+        };
+        let proto = ModelProto {
+            ir_version: Some(IR_VERSION),
+            opset_import: vec![OperatorSetIdProto { domain: Some(String::new()), version: Some(OPSET) }],
+            producer_name: Some("trt-hf".into()),
+            producer_version: Some(env!("CARGO_PKG_VERSION").into()),
+            doc_string: Some(doc.to_string()),
+            graph: Some(graph),
+            metadata_props: properties
+                .iter()
+                .map(|(k, v)| StringStringEntryProto { key: Some(k.to_string()), value: Some(v.clone()) })
+                .collect(),
+            ..Default::default()
+        };
+        Model { proto }
+    }
+}
+
+/// One layer's attention projections, `(weight [out, in], bias)` each.
+#[derive(Debug)]
+pub struct AttentionWeights {
+    /// Query.
+    pub q: (Tensor, Tensor),
+    /// Key.
+    pub k: (Tensor, Tensor),
+    /// Value.
+    pub v: (Tensor, Tensor),
+    /// Output projection.
+    pub o: (Tensor, Tensor),
+}
+
+impl Graph {
+    /// An INT32 initializer (a scalar when `dims` is empty).
+    pub fn ints32(&mut self, name: &str, dims: &[usize], data: &[i32]) -> String {
+        self.init(name, dims, DataType::Int32, data.iter().flat_map(|v| v.to_le_bytes()).collect())
+    }
+
+    /// `[S]`: the sequence length of a `[B, S]` input, as a 1-element INT64 tensor.
+    pub fn seq_len(&mut self, input: &str) -> String {
+        self.op("Shape", "sequence/Shape", &[input], vec![attr_int("start", 1), attr_int("end", 2)])
+    }
+
+    /// The first `len` entries of `table` along each of `axes` (`len` a 1-element INT64 tensor).
+    pub fn leading(&mut self, table: &str, len: &str, axes: &[i64], name: &str) -> String {
+        let zeros = self.ints(&format!("{name}/starts"), &[axes.len()], &vec![0; axes.len()]);
+        let ends = if axes.len() == 1 {
+            len.to_string()
+        } else {
+            let parts: Vec<&str> = axes.iter().map(|_| len).collect();
+            self.op("Concat", &format!("{name}/ends"), &parts, vec![attr_int("axis", 0)])
+        };
+        let axes = self.ints(&format!("{name}/axes"), &[axes.len()], axes);
+        self.op("Slice", &format!("{name}/Slice"), &[table, &zeros, &ends, &axes], vec![])
+    }
+}
