@@ -90,6 +90,8 @@ pub struct Descriptor {
     pub outputs: Vec<String>,
     /// The embedding's size (embedding models).
     pub embedding_dim: Option<usize>,
+    /// The encoder's hidden size (the last axis of `last_hidden_state`).
+    pub hidden_size: usize,
     /// Where texts are cut, special tokens included.
     pub max_seq_length: usize,
     /// The pooling modes inside the graph, by sentence-transformers' names.
@@ -300,6 +302,7 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
         inputs: family::inputs(arch).into_iter().map(str::to_string).collect(),
         outputs,
         embedding_dim,
+        hidden_size: arch.hidden,
         max_seq_length: folder.max_seq_length(),
         normalize: folder.sentence.modules.iter().any(|m| matches!(m, Module::Normalize)),
         pooling,
@@ -333,4 +336,23 @@ fn write_tokenizer(folder: &HfFolder, to: &Path) -> Result<()> {
     }
     let text = serde_json::to_string(&t).map_err(|e| Error::config(from, "(file)", e.to_string()))?;
     std::fs::write(to, text).map_err(Error::io(to))
+}
+
+impl Descriptor {
+    /// A Triton `config.pbtxt` for serving the imported model as a text
+    /// model: one `text` string input, the descriptor's outputs, dynamic
+    /// batching up to `max_batch` texts.
+    pub fn text_model_config(&self, max_batch: usize) -> String {
+        let dims = |name: &str| match name {
+            EMBEDDING_OUTPUT => self.embedding_dim.unwrap_or(self.hidden_size).to_string(),
+            TOKENS_OUTPUT => format!("-1, {}", self.hidden_size),
+            _ => self.labels.len().max(1).to_string(),
+        };
+        let outputs: Vec<String> =
+            self.outputs.iter().map(|o| format!("  {{ name: \"{o}\" data_type: TYPE_FP32 dims: [ {} ] }}", dims(o))).collect();
+        format!(
+            "platform: \"onnxruntime_onnx\"\nmax_batch_size: {max_batch}\ninput [ {{ name: \"text\" data_type: TYPE_STRING dims: [ 1 ] }} ]\noutput [\n{}\n]\ndynamic_batching {{ max_queue_delay_microseconds: 1000 }}\n",
+            outputs.join(",\n")
+        )
+    }
 }

@@ -4,6 +4,13 @@
 //! tokenizer files). The repository code expects `ROOT/<name>/`, so the
 //! folder is presented as a private repository whose one model folder links
 //! to each of its entries; the view is removed when the server exits.
+//!
+//! `--model-id` serves a HuggingFace model folder (or `org/name` from the
+//! local HuggingFace cache) the same way, as TEI's `--model-id` does: the
+//! folder is imported (trt-hf writes the graph from its weights, into the
+//! import cache), and the view holds a `config.pbtxt` derived from what the
+//! import says (a text input; the embedding and token states, or the
+//! logits), the tokenizer, the labels, `trt_model.json` and version 1.
 
 use std::path::{Path, PathBuf};
 
@@ -37,6 +44,31 @@ impl SingleModel {
             let entry = entry.map_err(io)?;
             std::os::unix::fs::symlink(entry.path(), view.root.join(name).join(entry.file_name())).map_err(io)?;
         }
+        Ok(view)
+    }
+
+    /// The view of the HuggingFace model `id` (a folder, or `org/name` in
+    /// the local HuggingFace cache) as model `name`, imported with `options`
+    /// into `cache`, served with at most `max_batch` texts a batch.
+    pub fn from_hf(id: &str, name: &str, cache: &Path, options: &trt_hf::ImportOptions, max_batch: usize) -> ServeResult<Self> {
+        check_model_name(name)?;
+        let src = trt_nlp::resolve_model(id).map_err(|e| ServeError::NotFound(format!("--model-id {id}: {e}")))?;
+        let imported = trt_hf::import_cached(&src, cache, options).map_err(|e| ServeError::invalid(format!("--model-id {id}: {e}")))?;
+        let descriptor = trt_hf::Descriptor::read(&imported)
+            .map_err(|e| ServeError::invalid(format!("--model-id {id}: {e}")))?
+            .ok_or_else(|| ServeError::invalid(format!("--model-id {id}: the import wrote no {}", trt_hf::DESCRIPTOR)))?;
+        let root = std::env::temp_dir().join(format!("trt-serve-{}-{name}", std::process::id()));
+        let shown = root.display().to_string();
+        let io = |e: std::io::Error| ServeError::Unavailable(format!("cannot lay out the model view in {shown}: {e}"));
+        let _ = std::fs::remove_dir_all(&root);
+        let dir = root.join(name);
+        std::fs::create_dir_all(dir.join("1")).map_err(io)?;
+        let view = SingleModel { root };
+        std::fs::write(dir.join("config.pbtxt"), descriptor.text_model_config(max_batch.max(1))).map_err(io)?;
+        for f in ["tokenizer.json", "config.json", trt_hf::DESCRIPTOR] {
+            std::os::unix::fs::symlink(imported.join(f), dir.join(f)).map_err(io)?;
+        }
+        std::os::unix::fs::symlink(imported.join("model.onnx"), dir.join("1").join("model.onnx")).map_err(io)?;
         Ok(view)
     }
 

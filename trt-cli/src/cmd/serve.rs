@@ -19,16 +19,31 @@ use crate::error::{CliError, Result};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The model repository: DIR/<model>/config.pbtxt and DIR/<model>/<version>/model.onnx or model.plan.
-    #[arg(long, value_name = "DIR", required_unless_present = "model_dir", conflicts_with = "model_dir")]
+    #[arg(long, value_name = "DIR", required_unless_present_any = ["model_dir", "model_id"], conflicts_with_all = ["model_dir", "model_id"])]
     pub model_repository: Option<PathBuf>,
 
     /// Serve one model folder (config.pbtxt and version folders) directly, as --model-name
     /// (KServe's /mnt/models).
-    #[arg(long, value_name = "DIR", requires = "model_name")]
+    #[arg(long, value_name = "DIR", requires = "model_name", conflicts_with = "model_id")]
     pub model_dir: Option<PathBuf>,
 
-    /// The name the --model-dir model is served under.
-    #[arg(long, value_name = "NAME", requires = "model_dir")]
+    /// Serve a HuggingFace model: a folder (config.json, model.safetensors, tokenizer.json,
+    /// sentence-transformers files) or org/name[@revision] in the local HuggingFace cache
+    /// ($HF_HUB_CACHE, $HF_HOME/hub; nothing is downloaded). It is imported on first use
+    /// (the graph written from its weights, cached by content); no config.pbtxt is needed.
+    #[arg(long, value_name = "DIR|ORG/NAME")]
+    pub model_id: Option<String>,
+
+    /// With --model-id: import the graph in FP16 (for GPUs; LayerNorm, Softmax and pooling stay FP32).
+    #[arg(long, requires = "model_id")]
+    pub fp16: bool,
+
+    /// With --model-id: the most texts one batch runs.
+    #[arg(long, default_value_t = 32, requires = "model_id")]
+    pub max_batch: usize,
+
+    /// The name the --model-dir or --model-id model is served under [--model-id: default the id's last part].
+    #[arg(long, value_name = "NAME")]
     pub model_name: Option<String>,
 
     /// Address to listen on (loopback unless you choose otherwise).
@@ -276,14 +291,25 @@ pub fn run(a: Args) -> Result<()> {
         (None, Err(_)) => 8000,
     };
     // Single-model mode: the folder seen as a one-model repository, kept until the server exits.
-    let single = match (&a.model_dir, &a.model_name) {
-        (Some(dir), Some(name)) => Some(SingleModel::new(dir, name).map_err(|e| CliError::new(e.to_string()))?),
+    let single = match (&a.model_dir, &a.model_id, &a.model_name) {
+        (Some(dir), _, Some(name)) => Some(SingleModel::new(dir, name).map_err(|e| CliError::new(e.to_string()))?),
+        (None, Some(id), name) => {
+            let name = name.clone().unwrap_or_else(|| default_model_name(id));
+            let precision = if a.fp16 { trt_hf::Precision::Fp16 } else { trt_hf::Precision::Fp32 };
+            let options = trt_hf::ImportOptions::default().with_precision(precision);
+            let view = SingleModel::from_hf(id, &name, &trt_hf::default_cache(), &options, a.max_batch)
+                .map_err(|e| CliError::new(e.to_string()))?;
+            eprintln!("trt serve: serving {id} as model '{name}'");
+            Some(view)
+        }
         _ => None,
     };
     let repository = match (&single, a.model_repository) {
         (Some(s), _) => s.root().to_path_buf(),
         (None, Some(r)) => r,
-        (None, None) => return Err(CliError::new("give --model-repository DIR or --model-dir DIR --model-name NAME")),
+        (None, None) => {
+            return Err(CliError::new("give --model-repository DIR, --model-id DIR|ORG/NAME, or --model-dir DIR --model-name NAME"))
+        }
     };
     let ports = Ports {
         http: SocketAddr::new(a.host, http_port),
@@ -307,4 +333,18 @@ pub fn run(a: Args) -> Result<()> {
         let _ = std::io::stdout().flush();
     })
     .map_err(|e| CliError::new(e.to_string()))
+}
+
+/// The name a `--model-id` model is served under when none is given: the
+/// id's last part (`all-MiniLM-L6-v2` for `sentence-transformers/all-MiniLM-L6-v2`
+/// or for a folder of that name), in the characters model names allow.
+fn default_model_name(id: &str) -> String {
+    let id = id.split('@').next().unwrap_or(id).trim_end_matches('/');
+    let last = id.rsplit('/').next().unwrap_or(id);
+    let name: String = last.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
+    if name.is_empty() || name.starts_with('.') {
+        "model".into()
+    } else {
+        name
+    }
 }
