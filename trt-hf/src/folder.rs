@@ -93,11 +93,13 @@ impl HfFolder {
         Ok(HfFolder { dir: dir.to_owned(), transformer_dir, arch, sentence, tokenizer, model_max_length, padding_side })
     }
 
-    /// What the model answers: classifiers and cross-encoders classify;
-    /// sentence-transformers models and bare encoders embed.
+    /// What the model answers: a `*ForSequenceClassification` checkpoint
+    /// classifies (a classifier, or a cross-encoder, whose sentence-transformers
+    /// 5+ folder has a `modules.json` with a Transformer alone); anything with
+    /// a Pooling module, and bare encoders, embed.
     pub fn task(&self) -> ModelTask {
         match self.arch.task {
-            Task::SequenceClassification if !self.sentence.is_sentence_transformer => ModelTask::Classification,
+            Task::SequenceClassification if self.sentence.pooling().is_none() => ModelTask::Classification,
             _ => ModelTask::Embedding,
         }
     }

@@ -111,7 +111,7 @@ pub struct Dense {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Module {
-    /// Pooling, with its modes (concatenated in [`PoolingMode::ALL`]'s order).
+    /// Pooling, with its modes in concatenation order.
     Pooling {
         /// The modes, in concatenation order.
         modes: Vec<PoolingMode>,
@@ -153,8 +153,7 @@ pub struct SentenceConfig {
 const MODULE_TYPES: [&str; 4] = ["Transformer", "Pooling", "Dense", "Normalize"];
 
 impl SentenceConfig {
-    /// Reads the sentence-transformers files of `dir`; `hidden` (the
-    /// Transformer's output size) checks the Pooling and Dense sizes.
+    /// Reads the sentence-transformers files of `dir`.
     pub fn read(dir: &Path) -> Result<SentenceConfig> {
         let mut c = SentenceConfig::default();
         let modules = dir.join("modules.json");
@@ -274,8 +273,8 @@ pub fn read_pooling(path: &Path) -> Result<Module> {
                 modes.push(mode);
             }
         }
-        // Concatenated in sentence-transformers' fixed order, whatever the order named.
-        modes.sort_by_key(|m| PoolingMode::ALL.iter().position(|(x, _, _)| x == m));
+        // A list is concatenated in its own order (sentence-transformers 5+);
+        // the flags below in the fixed order of PoolingMode::ALL.
     } else {
         for (mode, _, flag) in PoolingMode::ALL {
             if f.opt_bool(flag)?.unwrap_or(false) {
