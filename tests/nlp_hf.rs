@@ -49,7 +49,7 @@ fn ids(v: &Value) -> Vec<Vec<u32>> {
 /// The model `src` imported into `out` at `precision`, opened on ONNX Runtime.
 fn open(src: &Path, out: &Path, precision: Precision) -> TextModel {
     trt_hf::import(src, out, &ImportOptions::default().with_precision(precision)).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
-    TextModel::open(out, BackendChoice::OnnxRuntime, &BackendOptions::default(), &HelperOptions::default()).unwrap()
+    TextModel::open_with(out, BackendChoice::OnnxRuntime, &BackendOptions::default(), &HelperOptions::default()).unwrap()
 }
 
 fn cosine(a: ndarray::ArrayView1<f32>, b: ndarray::ArrayView1<f32>) -> f32 {
@@ -222,7 +222,8 @@ fn a_hf_folder_opens_directly_through_the_import_cache() {
 fn opens_directly_child() {
     let r = reference("bert-hub");
     let dir = fixtures().join("bert-hub");
-    let opened = || TextModel::open(&dir, BackendChoice::OnnxRuntime, &BackendOptions::default(), &HelperOptions::default()).unwrap();
+    // The front door: a path and nothing else (ONNX Runtime here, where TensorRT cannot run).
+    let opened = || TextModel::open(&dir).unwrap();
     let model = opened();
     let texts = strings(&r["texts"]);
     let (cos, _) = compare(&model.embed(&texts).unwrap(), &matrix(&r["embeddings"]));

@@ -118,7 +118,7 @@ fn a_text_model_runs_raw_and_pooled_outputs_selected_by_name() {
     let texts = reference_texts(&r);
     let dir = default_model("model.onnx").parent().unwrap().to_owned();
     let options = BackendOptions { max_batch: 2, ..Default::default() };
-    let model = TextModel::open(&dir, BackendChoice::OnnxRuntime, &options, &HelperOptions::default()).unwrap();
+    let model = TextModel::open_with(&dir, BackendChoice::OnnxRuntime, &options, &HelperOptions::default()).unwrap();
     assert_eq!(model.max_batch(), 2);
     assert_eq!(model.labels().name(0), "LABEL_0");
     let selection = model.select(&["logits", "embedding", "last_hidden_state"]).unwrap();

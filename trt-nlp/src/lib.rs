@@ -117,7 +117,9 @@ pub use pipeline::{BatchLayout, Padding, PairTruncation, PipelineBuilder, Tokeni
 pub use postprocess::{cls_pool, l2_normalize, mean_pool, scores, softmax, top_k, FloatElement, Labels, MaskElement, Pooling, Prediction};
 pub use rows::TokenRow;
 pub use spec::{InputRole, InputSpec};
-pub use text_model::{Classification, Head, OutputRows, Prompts, Selected, Selection, Source, TextModel, TextOutputs, EMBEDDING};
+pub use text_model::{
+    Classification, Head, OutputRows, Prompts, Selected, Selection, Source, TextModel, TextModelBuilder, TextOutputs, EMBEDDING,
+};
 /// The element type of token and output tensors at this crate's boundary
 /// (i32/i64 tokens, f32/f16/bf16 outputs): the buffers' own type, which
 /// TensorRT's and ONNX Runtime's element types convert to and from.
@@ -125,5 +127,7 @@ pub use trt_cuda::ElementType;
 /// How a CUDA backend's workers wait for their batch (spin or sleep): the
 /// stream setting, re-exported for `OrtBackendOptions::cuda_host_wait`.
 pub use trt_cuda::HostWait;
+/// The precision a HuggingFace folder is imported in ([`TextModelBuilder::precision`]).
+pub use trt_hf::Precision;
 /// How a classifier's logits become scores (softmax, sigmoid, identity), as the model folder says.
 pub use trt_hf::ScoreActivation;

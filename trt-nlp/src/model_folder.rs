@@ -143,8 +143,11 @@ impl ModelFolder {
     /// ([`OrtBackendOptions::graph_pooling`](crate::backend::onnxruntime::OrtBackendOptions::graph_pooling)).
     pub fn backend(&self, choice: BackendChoice, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
         let mut options = options.clone();
-        if let Some(p) = self.max_positions {
-            options.max_seq = options.max_seq.min(p);
+        match (&self.imported, self.max_positions) {
+            // An import says where the model cuts texts (sentence-transformers' length).
+            (Some(d), _) => options.max_seq = d.max_seq_length,
+            (None, Some(p)) => options.max_seq = options.max_seq.min(p),
+            (None, None) => {}
         }
         // An imported graph computes its embedding itself.
         #[cfg(feature = "onnxruntime")]

@@ -15,11 +15,10 @@
 //! back are the rows asked for, pooled where asked, never whole batches.
 //!
 //! ```no_run
-//! use trt_nlp::backend::{BackendChoice, BackendOptions};
-//! use trt_nlp::{HelperOptions, TextModel};
+//! use trt_nlp::TextModel;
 //!
 //! # fn main() -> trt_nlp::Result<()> {
-//! let model = TextModel::open("models/minilm", BackendChoice::Auto, &BackendOptions::default(), &HelperOptions::default())?;
+//! let model = TextModel::open("models/minilm")?;
 //! let embeddings = model.embed(&["A first text.", "And a second one."])?; // [2, dim]
 //! let selection = model.select(&["embedding", "last_hidden_state"])?;
 //! let out = model.run(&["Raw and pooled outputs at once."], &selection)?;
@@ -41,8 +40,11 @@ use crate::{
     ScoreActivation, TokenRow, TokenizerPipeline,
 };
 
+mod builder;
 mod selection;
 mod tensor;
+
+pub use builder::TextModelBuilder;
 
 pub(crate) use selection::RowOutputs;
 pub use selection::{Selected, Selection, Source, EMBEDDING};
@@ -170,9 +172,32 @@ impl TextModel {
         TextModel { backend, pipeline: pipeline.into(), head }
     }
 
+    /// Opens `model` with the defaults: a model folder or file of this
+    /// project, a HuggingFace folder (imported on first use: its graph
+    /// written from the safetensors weights, cached by content), or
+    /// `org/name` in the local HuggingFace cache; on TensorRT where it is
+    /// built and can execute here, else ONNX Runtime (CUDA where there is a
+    /// GPU, else the CPU). [`builder`](Self::builder) sets the rest.
+    ///
+    /// ```no_run
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// let model = trt_nlp::TextModel::open("all-MiniLM-L6-v2")?;
+    /// let v = model.embed(&["A first text.", "And a second one."])?; // [2, 384], as sentence-transformers
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn open(model: impl AsRef<Path>) -> Result<Self> {
+        Self::builder(model).build()
+    }
+
+    /// A [`TextModelBuilder`] for `model` (see [`open`](Self::open)).
+    pub fn builder(model: impl AsRef<Path>) -> TextModelBuilder {
+        TextModelBuilder::new(model.as_ref().to_owned())
+    }
+
     /// A model from a model folder or file ([`ModelFolder`]): its tokenizer
-    /// and head, on the backend `choice` picks.
-    pub fn open(model: impl AsRef<Path>, choice: BackendChoice, backend: &BackendOptions, options: &HelperOptions) -> Result<Self> {
+    /// and head, on the backend `choice` picks, with every option given.
+    pub fn open_with(model: impl AsRef<Path>, choice: BackendChoice, backend: &BackendOptions, options: &HelperOptions) -> Result<Self> {
         Self::from_folder(&ModelFolder::open(model)?, choice, backend, options)
     }
 
