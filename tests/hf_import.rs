@@ -1,1 +1,257 @@
-//! placeholder
+//! The importer without a runtime: what it reads from a folder, the errors
+//! it gives for bad folders (each naming the file and the field or
+//! tensor), and the MPNet relative-position buckets against the table
+//! transformers computed (`tests/data/hf/references/mpnet_buckets.json`).
+
+use std::path::{Path, PathBuf};
+
+use trt_hf::st::{Module, PoolingMode, SentenceConfig};
+use trt_hf::weights::Weights;
+use trt_hf::{import, Error, HfFolder, ImportOptions, ModelTask, ScoreActivation};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf"))
+}
+
+/// A copy of fixture `name` in a temporary folder, to break.
+fn copy(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixtures().join(name), dir.path());
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn import_err(dir: &Path) -> Error {
+    let out = tempfile::tempdir().unwrap();
+    import(dir, out.path(), &ImportOptions::default()).expect_err("the import should fail")
+}
+
+fn edit_json(path: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn mpnet_buckets_equal_transformers_table() {
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("references/mpnet_buckets.json")).unwrap()).unwrap();
+    let table = r["buckets"].as_array().unwrap();
+    assert_eq!(table.len(), 128);
+    for (i, row) in table.iter().enumerate() {
+        for (j, b) in row.as_array().unwrap().iter().enumerate() {
+            let got = trt_hf::family::mpnet::relative_position_bucket(j as i64 - i as i64);
+            assert_eq!(got, b.as_i64().unwrap(), "bucket of position pair ({i}, {j})");
+        }
+    }
+}
+
+#[test]
+fn both_sentence_transformers_layouts_are_read() {
+    // The hub's flags, sentence_bert_config.json's length.
+    let hub = HfFolder::open(&fixtures().join("bert-hub")).unwrap();
+    assert!(matches!(hub.sentence.modules.as_slice(), [Module::Pooling { modes, .. }, Module::Normalize] if modes == &[PoolingMode::Mean]));
+    assert_eq!(hub.max_seq_length(), 20);
+    // sentence-transformers 5+: "pooling_mode", a list in its own order, the length in tokenizer_config.json.
+    let multi = SentenceConfig::read(&fixtures().join("bert-multi")).unwrap();
+    let (modes, _) = multi.pooling().unwrap();
+    assert_eq!(modes, &[PoolingMode::MeanSqrtLen, PoolingMode::LastToken, PoolingMode::Max]);
+    let st5 = HfFolder::open(&fixtures().join("bert-st5")).unwrap();
+    assert_eq!(st5.max_seq_length(), 24);
+    assert_eq!(st5.sentence.default_prompt_name.as_deref(), Some("query"));
+    assert!(
+        matches!(st5.sentence.modules.as_slice(), [Module::Pooling { .. }, Module::Dense(d), Module::Normalize] if d.out_features == 16)
+    );
+    // A cross-encoder of sentence-transformers 6 (modules.json with a Transformer alone) classifies, with a sigmoid.
+    let ce = HfFolder::open(&fixtures().join("roberta-cross-encoder")).unwrap();
+    assert_eq!((ce.task(), ce.activation()), (ModelTask::Classification, ScoreActivation::Sigmoid));
+    let multi_label = HfFolder::open(&fixtures().join("distilbert-multilabel")).unwrap();
+    assert_eq!(multi_label.activation(), ScoreActivation::Sigmoid);
+    assert_eq!(HfFolder::open(&fixtures().join("bert-cls3")).unwrap().activation(), ScoreActivation::Softmax);
+    // RoBERTa-style positions start after the padding index: 66 rows, 64 usable.
+    let roberta = HfFolder::open(&fixtures().join("roberta-max")).unwrap();
+    assert_eq!(roberta.arch.position_limit(), 64);
+}
+
+#[test]
+fn an_unknown_model_type_is_named_with_the_supported_ones() {
+    let dir = copy("bert-hub");
+    edit_json(&dir.path().join("config.json"), |v| v["model_type"] = "gpt2".into());
+    let e = import_err(dir.path()).to_string();
+    assert!(e.contains("model_type 'gpt2'") && e.contains("config.json") && e.contains("xlm-roberta") && e.contains("mpnet"), "{e}");
+}
+
+#[test]
+fn a_config_field_of_the_wrong_type_is_named() {
+    let dir = copy("bert-hub");
+    edit_json(&dir.path().join("config.json"), |v| v["hidden_size"] = "big".into());
+    let e = import_err(dir.path());
+    assert!(matches!(&e, Error::Config { field, .. } if field == "hidden_size"), "{e}");
+    assert!(e.to_string().contains("\"big\""), "{e}");
+
+    let dir = copy("bert-hub");
+    edit_json(&dir.path().join("1_Pooling/config.json"), |v| v["pooling_mode_mean_tokens"] = 3.into());
+    let e = import_err(dir.path());
+    assert!(
+        matches!(&e, Error::Config { field, path, .. } if field == "pooling_mode_mean_tokens" && path.ends_with("1_Pooling/config.json")),
+        "{e}"
+    );
+
+    let dir = copy("bert-st5");
+    edit_json(&dir.path().join("1_Pooling/config.json"), |v| v["pooling_mode"] = "median".into());
+    let e = import_err(dir.path()).to_string();
+    assert!(e.contains("pooling_mode 'median'") && e.contains("weightedmean"), "{e}");
+
+    let dir = copy("bert-hub");
+    std::fs::write(dir.path().join("config.json"), "{ not json").unwrap();
+    assert!(matches!(import_err(dir.path()), Error::Config { field, .. } if field == "(file)"));
+}
+
+#[test]
+fn weights_that_do_not_fit_the_config_name_the_tensor() {
+    // The config says 3 layers; the checkpoint has 2.
+    let dir = copy("bert-hub");
+    edit_json(&dir.path().join("config.json"), |v| v["num_hidden_layers"] = 3.into());
+    let e = import_err(dir.path());
+    assert!(matches!(&e, Error::MissingTensor { tensor, .. } if tensor.starts_with("encoder.layer.2.")), "{e}");
+
+    // A wider hidden size than the tensors have.
+    let dir = copy("bert-hub");
+    edit_json(&dir.path().join("config.json"), |v| v["hidden_size"] = 64.into());
+    let e = import_err(dir.path());
+    assert!(
+        matches!(&e, Error::Tensor { tensor, problem, .. } if tensor == "embeddings.word_embeddings.weight" && problem.contains("shape")),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_truncated_or_lying_safetensors_file_is_refused() {
+    let dir = copy("bert-hub");
+    let path = dir.path().join("model.safetensors");
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    assert!(matches!(import_err(dir.path()), Error::Safetensors { .. }));
+
+    // A header that claims more data than the file holds.
+    let header = br#"{"embeddings.word_embeddings.weight":{"dtype":"F32","shape":[1000000,32],"data_offsets":[0,128000000]}}"#;
+    let mut lying = (header.len() as u64).to_le_bytes().to_vec();
+    lying.extend_from_slice(header);
+    lying.extend_from_slice(&[0u8; 64]);
+    std::fs::write(&path, &lying).unwrap();
+    let e = import_err(dir.path());
+    assert!(matches!(&e, Error::Safetensors { path, .. } if path.ends_with("model.safetensors")), "{e}");
+
+    // A header length past the file.
+    std::fs::write(&path, u64::MAX.to_le_bytes()).unwrap();
+    assert!(matches!(import_err(dir.path()), Error::Safetensors { .. }));
+
+    // Integer weights where floats are needed.
+    let header = br#"{"embeddings.word_embeddings.weight":{"dtype":"I64","shape":[2,2],"data_offsets":[0,32]}}"#;
+    let mut ints = (header.len() as u64).to_le_bytes().to_vec();
+    ints.extend_from_slice(header);
+    ints.extend_from_slice(&[0u8; 32]);
+    let w = Weights::from_shards(path.clone(), vec![(PathBuf::from("model.safetensors"), ints)]).unwrap();
+    let e = w.get("embeddings.word_embeddings.weight", &[2, 2]).unwrap_err();
+    assert!(e.to_string().contains("F32, F16 or BF16"), "{e}");
+}
+
+#[test]
+fn missing_files_are_named() {
+    let dir = copy("bert-hub");
+    std::fs::remove_file(dir.path().join("tokenizer.json")).unwrap();
+    assert!(matches!(import_err(dir.path()), Error::Missing { path, .. } if path.ends_with("tokenizer.json")));
+
+    let dir = copy("bert-hub");
+    std::fs::remove_file(dir.path().join("model.safetensors")).unwrap();
+    std::fs::write(dir.path().join("pytorch_model.bin"), b"pickle").unwrap();
+    let e = import_err(dir.path()).to_string();
+    assert!(e.contains("pytorch_model.bin") && e.contains("model.safetensors"), "{e}");
+
+    // A module folder outside the model folder is refused, not read.
+    let dir = copy("bert-hub");
+    edit_json(&dir.path().join("modules.json"), |v| v[1]["path"] = "../../etc".into());
+    assert!(matches!(import_err(dir.path()), Error::Config { field, .. } if field == "[1].path"));
+}
+
+#[test]
+fn sharded_and_half_precision_checkpoints_import_to_the_same_graph() {
+    // The same tensors split over two shards and an index, and stored as F16.
+    let dir = copy("bert-hub");
+    let bytes = std::fs::read(dir.path().join("model.safetensors")).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let data = &bytes[8 + n..];
+    let mut shards: [Vec<(String, Vec<usize>, Vec<u8>)>; 2] = [Vec::new(), Vec::new()];
+    for (i, (name, info)) in header.iter().filter(|(k, _)| *k != "__metadata__").enumerate() {
+        let [start, end] = [0, 1].map(|k| info["data_offsets"][k].as_u64().unwrap() as usize);
+        let shape: Vec<usize> = info["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
+        let f16: Vec<u8> = data[start..end]
+            .chunks_exact(4)
+            .flat_map(|c| half::f16::from_f32(f32::from_le_bytes(c.try_into().unwrap())).to_le_bytes())
+            .collect();
+        shards[i % 2].push((name.clone(), shape, f16));
+    }
+    let mut weight_map = serde_json::Map::new();
+    for (s, tensors) in shards.iter().enumerate() {
+        let file = format!("model-0000{}-of-00002.safetensors", s + 1);
+        let mut header = serde_json::Map::new();
+        let mut offset = 0;
+        for (name, shape, bytes) in tensors {
+            header
+                .insert(name.clone(), serde_json::json!({"dtype": "F16", "shape": shape, "data_offsets": [offset, offset + bytes.len()]}));
+            offset += bytes.len();
+            weight_map.insert(name.clone(), file.clone().into());
+        }
+        let h = serde_json::to_vec(&header).unwrap();
+        let mut out = (h.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(&h);
+        for (_, _, bytes) in tensors {
+            out.extend_from_slice(bytes);
+        }
+        std::fs::write(dir.path().join(&file), out).unwrap();
+    }
+    std::fs::remove_file(dir.path().join("model.safetensors")).unwrap();
+    std::fs::write(dir.path().join("model.safetensors.index.json"), serde_json::json!({"weight_map": weight_map}).to_string()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let d = import(dir.path(), out.path(), &ImportOptions::default()).unwrap();
+    assert_eq!(d.embedding_dim, Some(32));
+    assert!(out.path().join("model.onnx").is_file());
+}
+
+#[test]
+fn the_hub_cache_layout_resolves_offline() {
+    let cache = tempfile::tempdir().unwrap();
+    let repo = cache.path().join("models--org--tiny-bert");
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), "0123abcd\n").unwrap();
+    copy_dir(&fixtures().join("bert-hub"), &repo.join("snapshots/0123abcd"));
+    let dir = trt_hf::hub::resolve_in(cache.path(), "org/tiny-bert").unwrap();
+    assert!(dir.ends_with("snapshots/0123abcd"));
+    assert!(HfFolder::open(&dir).is_ok());
+    let e = trt_hf::hub::resolve_in(cache.path(), "org/absent").unwrap_err().to_string();
+    assert!(e.contains("models--org--absent") && e.contains("not made"), "{e}");
+    assert!(trt_hf::hub::resolve_in(cache.path(), "../etc").is_err());
+}
+
+#[test]
+fn do_lower_case_puts_a_lowercase_normalizer_before_the_tokenizer() {
+    // The XLM-R fixture has no normalizer: with do_lower_case, "Hello WORLD" must tokenize as "hello world".
+    let dir = copy("xlmr-weighted");
+    edit_json(&dir.path().join("sentence_bert_config.json"), |v| v["do_lower_case"] = true.into());
+    let out = tempfile::tempdir().unwrap();
+    import(dir.path(), out.path(), &ImportOptions::default()).unwrap();
+    let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("tokenizer.json")).unwrap()).unwrap();
+    assert_eq!(t["normalizer"]["type"], "Lowercase");
+}
