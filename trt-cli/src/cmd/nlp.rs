@@ -1,8 +1,11 @@
 //! `trt classify MODEL [TEXT ...]` and `trt embed MODEL [TEXT ...]`: texts
 //! from the arguments, else one per line of stdin.
 //!
-//! MODEL is a plan, an ONNX file or a model folder; the tokenizer, labels and
-//! pooling default to the files beside it ([`trt_nlp::ModelFolder`]).
+//! MODEL is a plan, an ONNX file, a model folder, a HuggingFace folder
+//! (imported on first use: the graph written from its safetensors weights,
+//! cached by content) or `org/name` in the local HuggingFace cache; the
+//! tokenizer, labels, pooling, prompts and score activation default to the
+//! files beside it ([`trt_nlp::ModelFolder`]).
 //! `--backend auto` runs TensorRT where it can execute here and ONNX Runtime
 //! otherwise, and says which on stderr. Everything that needs no model is
 //! checked first (tokenizer, labels), so a typo fails fast.
@@ -12,7 +15,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use trt_nlp::backend::{Backend, BackendChoice, BackendOptions};
-use trt_nlp::{Classification, Classifier, Embedder, HelperOptions, Labels, ModelFolder};
+use trt_nlp::{Classification, Classifier, Head, HelperOptions, Labels, ModelFolder, TextModel};
 
 use crate::cmd::tokenize::for_each_chunk;
 use crate::error::{CliError, Result};
@@ -21,8 +24,14 @@ use crate::output::emit;
 /// What classify and embed share: the model, where its files are, the backend.
 #[derive(Debug, clap::Args)]
 pub struct ModelArgs {
-    /// A plan, an ONNX file or a model folder (model.plan / model.onnx, tokenizer.json, config.json).
+    /// A plan, an ONNX file, a model folder (model.plan / model.onnx, tokenizer.json, config.json),
+    /// a HuggingFace folder (config.json, model.safetensors, tokenizer.json; imported on first use)
+    /// or org/name in the local HuggingFace cache.
     pub model: PathBuf,
+
+    /// A HuggingFace folder is imported in FP16 (for GPUs) instead of FP32.
+    #[arg(long)]
+    pub fp16: bool,
 
     /// The Hugging Face tokenizer [default: tokenizer.json beside the model].
     #[arg(long, value_name = "tokenizer.json")]
@@ -64,12 +73,19 @@ pub struct ClassifyArgs {
 pub struct EmbedArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+
+    /// The model's prompt to put before each text (its config_sentence_transformers.json
+    /// `prompts`) [default: the model's default prompt, if it has one; "" for none].
+    #[arg(long, value_name = "NAME")]
+    pub prompt_name: Option<String>,
 }
 
 /// The model folder for `args`, with `--tokenizer` / `--labels` overriding
 /// the files beside the model. Checked before any model is loaded.
 fn folder(args: &ModelArgs, labels: Option<&Path>) -> Result<ModelFolder> {
-    let mut folder = ModelFolder::open_with(&args.model, args.tokenizer.clone())?;
+    let precision = if args.fp16 { trt_nlp::Precision::Fp16 } else { trt_nlp::Precision::Fp32 };
+    let options = trt_hf::ImportOptions::default().with_precision(precision);
+    let mut folder = ModelFolder::open_imported(&args.model, args.tokenizer.clone(), &options)?;
     // Loads the file the way every use will (errors name it).
     trt_nlp::TokenizerPipeline::builder(512).from_file(&folder.tokenizer)?;
     if let Some(l) = labels {
@@ -86,6 +102,13 @@ pub fn backend(folder: &ModelFolder, choice: BackendChoice, instances: usize) ->
     Ok(backend)
 }
 
+/// The folder's model over `backend`: its tokenizer and head (labels,
+/// pooling, prompts, score activation).
+fn text_model(folder: &ModelFolder, backend: Arc<dyn Backend>) -> Result<TextModel> {
+    let pipeline = HelperOptions::default().pipeline(&folder.tokenizer, &*backend)?;
+    Ok(TextModel::new(backend, pipeline, Head::of(folder)))
+}
+
 /// One text's classification as the JSON line `--json` prints.
 pub fn classification_json(text: &str, c: &Classification) -> serde_json::Value {
     let labels: Vec<_> = c.top.iter().map(|p| json!({"label": p.label, "score": p.score})).collect();
@@ -96,7 +119,7 @@ pub fn classification_json(text: &str, c: &Classification) -> serde_json::Value 
 pub fn classify(args: ClassifyArgs) -> Result<()> {
     let folder = folder(&args.model, args.labels.as_deref())?;
     let backend = backend(&folder, args.model.backend, args.model.instances)?;
-    let classifier = Classifier::new(backend, &folder.tokenizer, folder.labels.clone(), &HelperOptions::default())?;
+    let classifier = Classifier::from_model(text_model(&folder, backend)?)?;
     let k = args.top.max(1);
     for_each_chunk(&args.model.texts, |chunk| {
         let mut out = String::new();
@@ -118,9 +141,10 @@ pub fn classify(args: ClassifyArgs) -> Result<()> {
 pub fn embed(args: EmbedArgs) -> Result<()> {
     let folder = folder(&args.model, None)?;
     let backend = backend(&folder, args.model.backend, args.model.instances)?;
-    let embedder = Embedder::new(backend, &folder.tokenizer, folder.pooling, folder.normalize, &HelperOptions::default())?;
+    let model = text_model(&folder, backend)?;
+    model.head().prompts.text(args.prompt_name.as_deref())?;
     for_each_chunk(&args.model.texts, |chunk| {
-        let rows = embedder.embed(chunk)?;
+        let rows = model.embed_with_prompt(chunk, args.prompt_name.as_deref())?;
         let mut out = String::new();
         for (text, row) in chunk.iter().zip(rows.rows()) {
             if args.model.json {
