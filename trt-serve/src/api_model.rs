@@ -10,8 +10,9 @@
 //! `/models/{name}/...` form.
 //!
 //! Inputs longer than the model's sequence length are refused (413) unless
-//! the request sets `truncate: true`, TEI's behaviour without
-//! `--auto-truncate`. Ready token ids are never cut.
+//! the request sets `truncate: true` or the server cuts by default
+//! ([`Limits::auto_truncate`](crate::Limits::auto_truncate), TEI's
+//! `--auto-truncate`). Ready token ids are never cut.
 
 use std::sync::Arc;
 
@@ -42,6 +43,27 @@ impl<'a> From<&'a Input> for Item<'a> {
             Input::Ids(ids) => Item::Ids(ids),
         }
     }
+}
+
+/// `inputs` with the model's prompt `name` before each text (its default
+/// prompt when `name` is `None`, none for `Some("")`), as
+/// sentence-transformers' `encode(prompt_name=...)` does; `None` when no
+/// prompt applies (the inputs are used as they are). Ready token ids are
+/// left alone. An unknown name is refused, naming the prompts there are.
+pub fn with_prompt(served: &ServedVersion, inputs: &[Input], name: Option<&str>) -> ServeResult<Option<Vec<Input>>> {
+    let prefix = served.text()?.model().model().head().prompts.text(name).map_err(|e| ServeError::invalid(format!("prompt_name: {e}")))?;
+    if prefix.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(
+        inputs
+            .iter()
+            .map(|i| match i {
+                Input::Text(t) => Input::Text(format!("{prefix}{t}")),
+                ids => ids.clone(),
+            })
+            .collect(),
+    ))
 }
 
 /// The version serving `model`, or the repository's single model when `None`.
@@ -98,10 +120,11 @@ fn tokenize_error(e: trt_nlp::Error, index: usize) -> ServeError {
     }
 }
 
-/// `items` tokenized for `served` by `truncate` (pairs cut longest-first).
-pub fn rows(served: &ServedVersion, items: &[Item<'_>], truncate: Truncate) -> ServeResult<Vec<TokenRow>> {
+/// `items` tokenized for `served` by `truncate` (pairs cut longest-first;
+/// a request that does not say is cut as the service's limits say).
+pub fn rows(service: &Service, served: &ServedVersion, items: &[Item<'_>], truncate: Truncate) -> ServeResult<Vec<TokenRow>> {
     let pipeline = served.text()?.model().pipeline().clone();
-    let cut = truncate.truncate == Some(true);
+    let cut = truncate.truncate.unwrap_or(service.repository.limits().auto_truncate);
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let row = match *item {

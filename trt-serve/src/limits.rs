@@ -21,6 +21,11 @@ pub struct Limits {
     /// answer (503 past it); `None`: no bound beyond the schedule policy's
     /// queue timeout.
     pub infer_timeout: Option<Duration>,
+    /// Cut TEI and OpenAI inputs past the model's length where the request
+    /// does not say (TEI's `--auto-truncate`; what sentence-transformers
+    /// always does); otherwise they are refused (413) unless the request
+    /// sets `truncate: true`.
+    pub auto_truncate: bool,
 }
 
 impl Default for Limits {
@@ -32,6 +37,7 @@ impl Default for Limits {
             max_queue: 1024,
             drain_timeout: Duration::from_secs(30),
             infer_timeout: Some(Duration::from_secs(60)),
+            auto_truncate: false,
         }
     }
 }

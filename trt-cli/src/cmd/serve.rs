@@ -38,6 +38,12 @@ pub struct Args {
     #[arg(long, requires = "model_id")]
     pub fp16: bool,
 
+    /// Cut TEI and OpenAI inputs past the model's length when the request does not say
+    /// (TEI's --auto-truncate; sentence-transformers always cuts) instead of refusing them
+    /// [default: true with --model-id, else false].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub auto_truncate: Option<bool>,
+
     /// With --model-id: the most texts one batch runs.
     #[arg(long, default_value_t = 32, requires = "model_id")]
     pub max_batch: usize,
@@ -257,6 +263,7 @@ pub fn run(a: Args) -> Result<()> {
         max_queue: a.max_queue,
         drain_timeout: Duration::from_secs(a.drain_seconds),
         infer_timeout: (a.infer_timeout_secs > 0).then(|| Duration::from_secs(a.infer_timeout_secs)),
+        auto_truncate: a.auto_truncate.unwrap_or(a.model_id.is_some()),
     };
     if a.max_connections == 0 || a.grpc_max_streams == 0 {
         return Err(CliError::new("--max-connections and --grpc-max-streams must be at least 1"));

@@ -67,8 +67,10 @@ async fn create(s: &Service, b: Result<Bytes, BytesRejection>) -> Result<Json<Va
     };
     let width = api::embedding_width(&served).map_err(|e| OpenAiError::invalid(Some("model"), e.to_string()))?;
     let r = embeddings(&body, &api::bounds(s, &served)?, width)?;
-    let items: Vec<Item<'_>> = r.input.iter().map(Item::from).collect();
-    let rows = api::rows(&served, &items, Truncate::default()).map_err(|e| match e {
+    // OpenAI's request names no prompt: the model's default applies, as in sentence-transformers' encode.
+    let prompted = api::with_prompt(&served, &r.input, None)?;
+    let items: Vec<Item<'_>> = prompted.as_deref().unwrap_or(&r.input).iter().map(Item::from).collect();
+    let rows = api::rows(s, &served, &items, Truncate::default()).map_err(|e| match e {
         ServeError::TooLarge(m) => OpenAiError::invalid(Some("input"), m),
         e => e.into(),
     })?;

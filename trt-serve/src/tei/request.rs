@@ -12,7 +12,9 @@
 //! | `/tokenize` | `inputs` (a string or a list), `add_special_tokens` (default true), `prompt_name` |
 //! | `/decode` | `ids` (a list or a list of lists), `skip_special_tokens` (default true) |
 //!
-//! `prompt_name` is refused when given: no model here declares prompts.
+//! `prompt_name` on `/embed` and `/embed_all` names one of the model's prompts
+//! (sentence-transformers' `prompts`; absent: its default prompt, if any); on
+//! the other routes it is refused.
 
 use serde_json::{Map, Value};
 use trt_nlp::TruncationSide;
@@ -48,6 +50,8 @@ pub struct EmbedRequest {
     pub normalize: bool,
     /// Keep the first this many dimensions (Matryoshka), then normalise again if `normalize`.
     pub dimensions: Option<usize>,
+    /// The model's prompt to put before each text (absent: its default).
+    pub prompt_name: Option<String>,
 }
 
 /// `/embed_all` (token embeddings).
@@ -57,6 +61,8 @@ pub struct EmbedAllRequest {
     pub inputs: Vec<Input>,
     /// Truncation.
     pub truncate: Truncate,
+    /// The model's prompt to put before each text (absent: its default).
+    pub prompt_name: Option<String>,
 }
 
 /// A `/predict` sequence: one text or a pair.
@@ -193,20 +199,23 @@ fn texts(v: &Value, param: &'static str, single: bool, bounds: &Bounds) -> Resul
 /// `/embed`; `width` is the model's embedding size (the bound of `dimensions`).
 pub fn embed(body: &[u8], bounds: &Bounds, width: usize) -> Result<EmbedRequest, Refusal> {
     let map = object(body)?;
-    no_prompt(&map)?;
     Ok(EmbedRequest {
         inputs: embed_inputs(required(&map, "inputs")?, "inputs", bounds)?,
         truncate: truncate_of(&map)?,
         normalize: opt_bool(&map, "normalize")?.unwrap_or(true),
         dimensions: dimensions(&map, width)?,
+        prompt_name: opt_str(&map, "prompt_name")?.map(str::to_string),
     })
 }
 
 /// `/embed_all`.
 pub fn embed_all(body: &[u8], bounds: &Bounds) -> Result<EmbedAllRequest, Refusal> {
     let map = object(body)?;
-    no_prompt(&map)?;
-    Ok(EmbedAllRequest { inputs: embed_inputs(required(&map, "inputs")?, "inputs", bounds)?, truncate: truncate_of(&map)? })
+    Ok(EmbedAllRequest {
+        inputs: embed_inputs(required(&map, "inputs")?, "inputs", bounds)?,
+        truncate: truncate_of(&map)?,
+        prompt_name: opt_str(&map, "prompt_name")?.map(str::to_string),
+    })
 }
 
 fn sequence(items: &[Value], bounds: &Bounds) -> Result<Sequence, Refusal> {

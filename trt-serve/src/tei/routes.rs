@@ -70,8 +70,9 @@ async fn embed(s: &Service, model: Option<String>, b: Body) -> Answer {
     let served = api::resolve(s, model.as_deref())?;
     let width = api::embedding_width(&served)?;
     let r = request::embed(&body(b)?, &api::bounds(s, &served)?, width)?;
-    let items: Vec<Item<'_>> = r.inputs.iter().map(Item::from).collect();
-    let ran = api::run(s, &served, "tei_embed", api::rows(&served, &items, r.truncate)?).await?;
+    let prompted = api::with_prompt(&served, &r.inputs, r.prompt_name.as_deref())?;
+    let items: Vec<Item<'_>> = prompted.as_deref().unwrap_or(&r.inputs).iter().map(Item::from).collect();
+    let ran = api::run(s, &served, "tei_embed", api::rows(s, &served, &items, r.truncate)?).await?;
     let t = api::output(&served, &ran, EMBEDDING)?;
     let out: Vec<Vec<f32>> = (0..items.len()).map(|i| truncate_dims(api::row(t, i).to_vec(), r.dimensions, r.normalize)).collect();
     Ok(Json(json!(out)))
@@ -80,8 +81,9 @@ async fn embed(s: &Service, model: Option<String>, b: Body) -> Answer {
 async fn embed_all(s: &Service, model: Option<String>, b: Body) -> Answer {
     let served = api::resolve(s, model.as_deref())?;
     let r = request::embed_all(&body(b)?, &api::bounds(s, &served)?)?;
-    let items: Vec<Item<'_>> = r.inputs.iter().map(Item::from).collect();
-    let rows = api::rows(&served, &items, r.truncate)?;
+    let prompted = api::with_prompt(&served, &r.inputs, r.prompt_name.as_deref())?;
+    let items: Vec<Item<'_>> = prompted.as_deref().unwrap_or(&r.inputs).iter().map(Item::from).collect();
+    let rows = api::rows(s, &served, &items, r.truncate)?;
     let lengths: Vec<usize> = rows.iter().map(|r| r.len()).collect();
     let ran = api::run(s, &served, "tei_embed_all", rows).await?;
     let t = ran
@@ -120,7 +122,7 @@ async fn predict(s: &Service, model: Option<String>, b: Body) -> Answer {
             Sequence::Pair(a, c) => Item::Pair(a, c),
         })
         .collect();
-    let ran = api::run(s, &served, "tei_predict", api::rows(&served, &items, r.truncate)?).await?;
+    let ran = api::run(s, &served, "tei_predict", api::rows(s, &served, &items, r.truncate)?).await?;
     let t = api::output(&served, &ran, &logits)?;
     let labels = served.text()?.model().labels().clone();
     let answer: Vec<Vec<Value>> = (0..items.len())
@@ -138,7 +140,7 @@ async fn rerank(s: &Service, model: Option<String>, b: Body) -> Answer {
     let logits = api::logits_name(&served)?;
     let r = request::rerank(&body(b)?, &api::bounds(s, &served)?)?;
     let items: Vec<Item<'_>> = r.texts.iter().map(|t| Item::Pair(&r.query, t)).collect();
-    let ran = api::run(s, &served, "tei_rerank", api::rows(&served, &items, r.truncate)?).await?;
+    let ran = api::run(s, &served, "tei_rerank", api::rows(s, &served, &items, r.truncate)?).await?;
     let t = api::output(&served, &ran, &logits)?;
     let mut ranked: Vec<(usize, f32)> = (0..items.len()).map(|i| (i, scores(&api::row(t, i)[..1], r.raw_scores)[0])).collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -164,7 +166,7 @@ async fn similarity(s: &Service, model: Option<String>, b: Body) -> Answer {
             items.len() - 1
         )));
     }
-    let ran = api::run(s, &served, "tei_similarity", api::rows(&served, &items, r.truncate)?).await?;
+    let ran = api::run(s, &served, "tei_similarity", api::rows(s, &served, &items, r.truncate)?).await?;
     let t = api::output(&served, &ran, EMBEDDING)?;
     let source = truncate_dims(api::row(t, 0).to_vec(), None, true);
     let sims: Vec<f32> = (1..items.len())
@@ -240,7 +242,7 @@ fn info(s: &Service, model: Option<String>) -> Answer {
         "max_batch_tokens": m.max_batch() * m.max_seq(),
         "max_batch_requests": m.max_batch(),
         "max_client_batch_size": m.max_batch(),
-        "auto_truncate": false,
+        "auto_truncate": s.repository.limits().auto_truncate,
         "tokenization_workers": m.pipeline().threads(),
         "version": env!("CARGO_PKG_VERSION"),
         "sha": null,
