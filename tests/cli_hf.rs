@@ -189,3 +189,29 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+#[test]
+fn trt_compare_checks_a_folder_against_saved_sentence_transformers_vectors() {
+    let cache = tempfile::tempdir().unwrap();
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(fixtures().join("references/mpnet-mean.json")).unwrap()).unwrap();
+    let lines: Vec<String> = r["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(r["embeddings"].as_array().unwrap())
+        .map(|(t, e)| serde_json::json!({"text": t, "embedding": e}).to_string())
+        .collect();
+    let file = cache.path().join("reference.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let src = fixtures().join("mpnet-mean");
+    let (src, file) = (src.to_str().unwrap(), file.to_str().unwrap());
+    let o = trt(cache.path(), &["compare", src, "--reference", file, "--backend", "onnxruntime", "--json"]);
+    assert_ok(&o, "trt compare --reference");
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(report["worst_cosine"].as_f64().unwrap() >= 0.9999 && report["passed"] == true, "{report}");
+    // FP16 against the FP32 reference, held to a bound it cannot meet: exit 1 naming the worst text.
+    let o = trt(cache.path(), &["compare", src, "--reference", file, "--backend", "onnxruntime", "--fp16", "--atol", "1e-9"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("above --atol") && err.contains("reference.jsonl"), "{err}");
+}

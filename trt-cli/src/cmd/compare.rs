@@ -10,6 +10,9 @@
 //! | two ONNX models | A on ONNX Runtime (CPU) | B on ONNX Runtime (CPU) | both graphs with their common float tensors as outputs |
 //! | a plan and an ONNX model, either order | the ONNX model on ONNX Runtime (CPU) | the plan on TensorRT (GPU 0) | the ONNX graph as above; an engine rebuilt from the ONNX model with those tensors marked as outputs ([`compare_plan`](super::compare_plan)) |
 //!
+//! `trt compare MODEL --reference FILE` checks a model against vectors saved
+//! from sentence-transformers instead ([`compare_reference`](super::compare_reference)).
+//!
 //! Where one side is a plan the ONNX model is the reference whatever the
 //! order: ONNX Runtime is the workspace's reference executor. A plan needs
 //! a GPU TensorRT can execute engines on; without one the command stops at
@@ -38,7 +41,19 @@ pub struct Args {
     /// The reference model (ONNX), or a TensorRT plan to check against the other model.
     pub a: PathBuf,
     /// The model checked against it (ONNX), or a TensorRT plan.
-    pub b: PathBuf,
+    #[arg(required_unless_present = "reference", conflicts_with = "reference")]
+    pub b: Option<PathBuf>,
+    /// Check A (anything `trt embed` takes: a HuggingFace folder, a model folder, ONNX) against
+    /// reference embeddings saved from sentence-transformers: JSON lines
+    /// {"text": ..., "embedding": [...]}, or a .npy [texts, dim] with --texts.
+    #[arg(long, value_name = "FILE")]
+    pub reference: Option<PathBuf>,
+    /// With --reference: which executor runs the model.
+    #[arg(long, value_enum, default_value_t = trt_nlp::backend::BackendChoice::Auto, requires = "reference")]
+    pub backend: trt_nlp::backend::BackendChoice,
+    /// With --reference: the model's prompt before each text [default: its default prompt].
+    #[arg(long, value_name = "NAME", requires = "reference")]
+    pub prompt_name: Option<String>,
     /// Texts, one per line, run through the tokenizer.
     #[arg(long, value_name = "FILE", conflicts_with = "random")]
     pub texts: Option<PathBuf>,
@@ -60,7 +75,7 @@ pub struct Args {
     /// Fail when an output's max relative error is above this.
     #[arg(long)]
     pub rtol: Option<f64>,
-    /// Fail when an output's smallest row cosine is below this.
+    /// Fail when an output's smallest row cosine is below this [--reference: default 0.9999].
     #[arg(long)]
     pub min_cosine: Option<f64>,
     /// Also compare every intermediate tensor both models have and name the first that diverges.
@@ -72,8 +87,9 @@ pub struct Args {
     /// ONNX Runtime threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// --layers with a plan: it was built with `trt build --fp16` (the rebuild converts the same way).
-    #[arg(long, requires = "layers", help_heading = "Rebuilding a plan for --layers")]
+    /// --layers with a plan: it was built with `trt build --fp16` (the rebuild converts the same way);
+    /// --reference: a HuggingFace folder is imported in FP16.
+    #[arg(long, help_heading = "Rebuilding a plan for --layers")]
     pub fp16: bool,
     /// --layers with a plan: the builder optimization level it was built with.
     #[arg(long, value_name = "N", requires = "layers", value_parser = clap::value_parser!(i32).range(0..=5),
@@ -280,14 +296,34 @@ fn open_plan(path: &Path) -> Result<Checked> {
 
 /// `trt compare`.
 pub fn run(args: Args) -> Result<()> {
-    let (reference_path, checked_path, checked_kind) = match (kind(&args.a)?, kind(&args.b)?) {
-        (Kind::Onnx, k) => (&args.a, &args.b, k),
-        (Kind::Plan, Kind::Onnx) => (&args.b, &args.a, Kind::Plan),
+    if let Some(reference) = &args.reference {
+        if args.layers {
+            return Err(CliError::new("--layers compares two models; --reference compares one with saved vectors"));
+        }
+        return super::compare_reference::run(super::compare_reference::ReferenceArgs {
+            model: &args.a,
+            reference,
+            texts: args.texts.as_deref(),
+            backend: args.backend,
+            fp16: args.fp16,
+            prompt_name: args.prompt_name.as_deref(),
+            min_cosine: args.min_cosine.unwrap_or(0.9999),
+            atol: args.atol,
+            json: args.json,
+        });
+    }
+    if args.fp16 && !args.layers {
+        return Err(CliError::new("--fp16 is for --layers with a plan, or --reference with a HuggingFace folder"));
+    }
+    let b = args.b.clone().ok_or_else(|| CliError::new("give the model to compare with A, or --reference FILE"))?;
+    let (reference_path, checked_path, checked_kind) = match (kind(&args.a)?, kind(&b)?) {
+        (Kind::Onnx, k) => (&args.a, &b, k),
+        (Kind::Plan, Kind::Onnx) => (&b, &args.a, Kind::Plan),
         (Kind::Plan, Kind::Plan) => {
             return Err(CliError::new(format!(
                 "{} and {} are both plans: compare a plan against the ONNX model it was built from",
                 args.a.display(),
-                args.b.display()
+                b.display()
             )))
         }
     };

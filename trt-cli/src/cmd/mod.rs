@@ -14,6 +14,7 @@ pub mod compare;
 pub mod compare_layers;
 #[cfg(feature = "tensorrt")]
 pub mod compare_plan;
+pub mod compare_reference;
 pub mod compare_report;
 pub mod convert;
 #[cfg(feature = "tensorrt")]
