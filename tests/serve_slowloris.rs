@@ -11,7 +11,7 @@
 //! every wait has a deadline. `TRT_SLOWLORIS_HEADER_SECS` (default 2) sets
 //! the header timeout; `TRT_SLOWLORIS_HOLD_SECS` (default 0) holds the
 //! connections that long before counting descriptors, for measuring the
-//! figure quoted in the README (3,000 connections held 35 s).
+//! figure quoted in docs/serving.md (3,000 connections held 35 s).
 
 mod common;
 #[path = "common/serve.rs"]

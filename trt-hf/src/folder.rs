@@ -130,10 +130,11 @@ impl HfFolder {
 }
 
 /// Whether `dir` looks like a HuggingFace model folder to import: a
-/// `config.json` beside safetensors weights (or a sentence-transformers
-/// `modules.json`), and no model file of this project's own.
+/// `config.json` beside weights (safetensors, or a `pytorch_model.bin`,
+/// which the import then refuses saying why), or a sentence-transformers
+/// `modules.json`; and no model file of this project's own.
 pub fn is_hf_folder(dir: &Path) -> bool {
     let own = ["model.onnx", "model.plan", "model.engine", "config.pbtxt"].iter().any(|f| dir.join(f).is_file());
-    let weights = crate::weights::WEIGHT_FILES.iter().any(|f| dir.join(f).is_file());
+    let weights = crate::weights::WEIGHT_FILES.iter().chain(&["pytorch_model.bin"]).any(|f| dir.join(f).is_file());
     !own && (dir.join("modules.json").is_file() || (dir.join("config.json").is_file() && weights))
 }

@@ -129,7 +129,7 @@ impl Head {
 pub struct Classification {
     /// The raw logits, one per class.
     pub logits: Vec<f32>,
-    /// The most probable labels, best first, with softmax scores.
+    /// The best-scored labels, best first, with scores as the head's activation says.
     pub top: Vec<Prediction>,
 }
 
