@@ -390,14 +390,21 @@ mod tensorrt_commands {
         let first = run(&["demo", "--cache-dir", dir]);
         assert_ok(&first);
         let out = stdout(&first);
-        for s in ["fp32:", "fp16:", "built", "1x16", "8x128", "32x128", "GPU:"] {
+        for s in ["import fp32:", "import fp16:", "fp32:", "fp16:", "built", "1x16", "8x128", "32x256", "GPU:", "classified by meaning"] {
             assert!(out.contains(s), "'{s}' missing:\n{out}");
         }
         if !gpu_present() {
             assert!(out.contains("TensorRT cannot deserialize it on this machine"), "{out}");
         }
         for variant in ["fp32", "fp16"] {
-            assert!(out.contains(&format!("check vs Python onnxruntime ({variant})")) && out.contains("): ok"), "{out}");
+            let line =
+                out.lines().find(|l| l.contains(&format!("check vs sentence-transformers ({variant}"))).unwrap_or_else(|| panic!("{out}"));
+            assert!(line.ends_with(": ok") && line.contains("cut at 256 tokens"), "{line}");
+        }
+        // The zero-shot classification answers what the texts are about.
+        for (text, topic) in [("The stock market", "finance"), ("acoustic guitar", "music"), ("Heavy rain", "weather"), ("pasta", "food")] {
+            let line = out.lines().find(|l| l.contains(text)).unwrap_or_else(|| panic!("{out}"));
+            assert!(line.split('"').nth(2).is_some_and(|rest| rest.trim_start().starts_with(topic)), "{line}");
         }
         println!("{out}");
         let second = run(&["demo", "--cache-dir", dir]);

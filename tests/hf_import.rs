@@ -193,7 +193,9 @@ fn sharded_and_half_precision_checkpoints_import_to_the_same_graph() {
     let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
     let header: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
     let data = &bytes[8 + n..];
-    let mut shards: [Vec<(String, Vec<usize>, Vec<u8>)>; 2] = [Vec::new(), Vec::new()];
+    // (name, shape, F16 bytes) of each tensor, by shard.
+    type Shard = Vec<(String, Vec<usize>, Vec<u8>)>;
+    let mut shards: [Shard; 2] = [Vec::new(), Vec::new()];
     for (i, (name, info)) in header.iter().filter(|(k, _)| *k != "__metadata__").enumerate() {
         let [start, end] = [0, 1].map(|k| info["data_offsets"][k].as_u64().unwrap() as usize);
         let shape: Vec<usize> = info["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();

@@ -76,7 +76,7 @@ impl HfFolder {
         let tc = tokenizer.with_file_name("tokenizer_config.json");
         let (model_max_length, padding_side) = if tc.is_file() {
             let f = Fields::read(&tc)?;
-            let max = f.opt_f64("model_max_length")?.filter(|&m| m >= 1.0 && m < NO_LIMIT).map(|m| m as usize);
+            let max = f.opt_f64("model_max_length")?.filter(|m| (1.0..NO_LIMIT).contains(m)).map(|m| m as usize);
             (max, f.opt_str("padding_side")?.map(str::to_string))
         } else {
             (None, None)
