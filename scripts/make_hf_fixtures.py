@@ -218,19 +218,28 @@ def mpnet_tokenizer(model_max_length):
     return transformers.MPNetTokenizer(vocab=vocab, do_lower_case=True, model_max_length=model_max_length)
 
 
-def roberta_tokenizer(model_max_length):
+def train_byte_level_bpe(specials, corpus=CORPUS, vocab_size=VOCAB_SIZE, pre_tokenizer=None, normalizer=None):
+    """A byte-level BPE (vocabulary, merges) learnt by tokenizers' BpeTrainer over the corpus: the 256
+    byte symbols, then the merges; `specials` first. The pre-tokenizer defaults to GPT-2's ByteLevel."""
     tok = Tokenizer(tok_models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    if normalizer is not None:
+        tok.normalizer = normalizer
+    tok.pre_tokenizer = pre_tokenizer or pre_tokenizers.ByteLevel(add_prefix_space=False)
     trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_SIZE,
-        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        vocab_size=vocab_size,
+        special_tokens=list(specials),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(CORPUS, trainer)
+    tok.train_from_iterator(corpus, trainer)
     model = json.loads(tok.to_str())["model"]
     merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
-    return transformers.RobertaTokenizer(vocab=model["vocab"], merges=merges, model_max_length=model_max_length)
+    return model["vocab"], merges
+
+
+def roberta_tokenizer(model_max_length):
+    vocab, merges = train_byte_level_bpe(["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    return transformers.RobertaTokenizer(vocab=vocab, merges=merges, model_max_length=model_max_length)
 
 
 def train_unigram(specials):
@@ -397,6 +406,13 @@ def check_autotokenizer(folder, tok, texts):
     return auto
 
 
+def flat(obj):
+    """A record in a list (a dict of plain values, e.g. one pipeline entity) on one line; None otherwise."""
+    if isinstance(obj, dict) and obj and all(isinstance(v, (str, int, float, bool)) or v is None for v in obj.values()):
+        return json.dumps(obj, ensure_ascii=False)
+    return None
+
+
 def dumps(obj, ind=0):
     """JSON with one row of numbers (or one text, or one pair) per line."""
     pad = " " * ind
@@ -409,7 +425,7 @@ def dumps(obj, ind=0):
         numbers = all(isinstance(x, (int, float)) for x in obj)
         pair = len(obj) <= 2 and all(isinstance(x, str) for x in obj)
         if not (numbers or pair):
-            return "[\n" + ",\n".join(f"{pad} {dumps(v, ind + 1)}" for v in obj) + "\n" + pad + "]"
+            return "[\n" + ",\n".join(f"{pad} {flat(v) or dumps(v, ind + 1)}" for v in obj) + "\n" + pad + "]"
     return json.dumps(obj, ensure_ascii=False)
 
 
