@@ -23,8 +23,13 @@ use trt_nlp::{HelperOptions, PairTruncation, TextModel, TruncationSide};
 #[path = "common/deps.rs"]
 mod deps;
 
+/// The fixtures: `$HF_FIXTURES` (a test binary copied to another machine),
+/// else this checkout's `tests/data/hf`.
 fn fixtures() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf"))
+    match std::env::var_os("HF_FIXTURES").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf")),
+    }
 }
 
 fn reference(name: &str) -> Value {
@@ -54,7 +59,12 @@ fn open(src: &Path, out: &Path, precision: Precision) -> TextModel {
 
 /// [`open`] on `provider`.
 fn open_on(src: &Path, out: &Path, precision: Precision, provider: Provider) -> TextModel {
-    trt_hf::import(src, out, &ImportOptions::default().with_precision(precision)).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    open_imported(src, out, &ImportOptions::default().with_precision(precision), provider)
+}
+
+/// The model `src` imported into `out` with `options`, opened on ONNX Runtime's `provider`.
+fn open_imported(src: &Path, out: &Path, options: &ImportOptions, provider: Provider) -> TextModel {
+    trt_hf::import(src, out, options).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
     let backend = BackendOptions { onnxruntime: OrtBackendOptions { provider, ..Default::default() }, ..Default::default() };
     TextModel::open_with(out, BackendChoice::OnnxRuntime, &backend, &HelperOptions::default()).unwrap()
 }
@@ -111,6 +121,27 @@ fn embedding_models_match_sentence_transformers() {
         let (cos16, diff16) = compare(&model16.embed(&texts).unwrap(), &matrix(&r["embeddings"]));
         println!("{name} fp16: worst cosine {cos16:.5}, max abs diff {diff16:.2e}");
         assert!(cos16 >= 0.999, "{name} fp16: cosine {cos16}");
+    }
+}
+
+/// The graphs in ONNX Runtime's fused operators (Attention with MPNet's
+/// relative-position bias, SkipLayerNormalization, BiasGelu) give what the
+/// libraries give, on the CPU in FP32 (their FP16 form runs on the GPU host).
+#[test]
+fn fused_graphs_match_the_libraries_on_the_cpu() {
+    let fused = ImportOptions::default().with_form(trt_hf::Form::Fused);
+    for name in EMBEDDING_MODELS {
+        let r = reference(name);
+        let out = tempfile::tempdir().unwrap();
+        let model = open_imported(&fixtures().join(name), out.path(), &fused, Provider::Cpu);
+        let (cos, diff) = compare(&model.embed(&strings(&r["texts"])).unwrap(), &matrix(&r["embeddings"]));
+        println!("{name} fused fp32: worst cosine {cos:.7}, max abs diff {diff:.2e}");
+        assert!(cos >= 0.9999 && diff <= 1e-4, "{name} fused: cosine {cos}, diff {diff}");
+    }
+    for name in CLASSIFIERS {
+        let out = tempfile::tempdir().unwrap();
+        let worst = check_classifier(name, &open_imported(&fixtures().join(name), out.path(), &fused, Provider::Cpu));
+        assert!(worst.0 <= 1e-4 && worst.1 <= 1e-4, "{name} fused: {worst:?}");
     }
 }
 
@@ -253,9 +284,10 @@ fn opens_directly_child() {
     opened();
 }
 
-/// Every embedding fixture and classifier imported in FP32 and FP16 and run
-/// on CUDA: FP32 within 1e-4 of the libraries (cosine 0.9999), FP16
-/// embeddings cosine 0.999 and classifier scores within 2e-3.
+/// Every embedding fixture and classifier imported in FP32 and FP16 (and
+/// the embedding models in fused operators, FP16) and run on CUDA: FP32
+/// within 1e-4 of the libraries (cosine 0.9999), FP16 embeddings cosine
+/// 0.999 and classifier scores within 2e-3.
 #[test]
 #[ignore = "needs a CUDA GPU and the onnxruntime-gpu library (ORT_DYLIB_PATH): run on the GPU host"]
 fn cuda_imports_match_the_libraries_in_fp32_and_fp16() {
@@ -264,12 +296,17 @@ fn cuda_imports_match_the_libraries_in_fp32_and_fp16() {
         let r = reference(name);
         let texts = strings(&r["texts"]);
         let want = matrix(&r["embeddings"]);
-        for (precision, min_cos, atol) in [(Precision::Fp32, 0.9999, 1e-4), (Precision::Fp16, 0.999, f32::INFINITY)] {
+        for (form, precision, min_cos, atol) in [
+            (trt_hf::Form::Plain, Precision::Fp32, 0.9999, 1e-4),
+            (trt_hf::Form::Plain, Precision::Fp16, 0.999, f32::INFINITY),
+            (trt_hf::Form::Fused, Precision::Fp16, 0.999, f32::INFINITY),
+        ] {
             let out = tempfile::tempdir().unwrap();
-            let model = open_on(&fixtures().join(name), out.path(), precision, cuda);
+            let options = ImportOptions::default().with_precision(precision).with_form(form);
+            let model = open_imported(&fixtures().join(name), out.path(), &options, cuda);
             let (cos, diff) = compare(&model.embed(&texts).unwrap(), &want);
-            println!("{name} {precision:?} on CUDA: worst cosine {cos:.7}, max abs diff {diff:.2e}");
-            assert!(cos >= min_cos && diff <= atol, "{name} {precision:?}: cosine {cos}, diff {diff}");
+            println!("{name} {form:?} {precision:?} on CUDA: worst cosine {cos:.7}, max abs diff {diff:.2e}");
+            assert!(cos >= min_cos && diff <= atol, "{name} {form:?} {precision:?}: cosine {cos}, diff {diff}");
         }
     }
     for name in CLASSIFIERS {

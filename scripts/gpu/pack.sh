@@ -8,6 +8,17 @@ cd "$(dirname "$0")/../.."
 # ONLY=serve: just trt and serve_load (.gpu/c4/bins), for the serving steps
 # (ort-cuda.sh 2 with SKIP_TESTS=1, then 5 or 4 with SKIP_SANITIZER=1).
 TARGET=${CARGO_TARGET_DIR:-target}
+newest() { ls -t "$TARGET"/release/deps/"$1"-* | grep -vE '\.(d|rlib|rmeta)$' | head -n 1; }
+# ONLY=hf: the HuggingFace import's CUDA test (.gpu/hf/bins) and all-MiniLM-L6-v2's
+# folder with FP16-stored weights (.gpu/hf/minilm-f16), for scripts/gpu/hf.sh.
+if [ "${ONLY:-}" = hf ]; then
+  cargo build --release -p trt-nlp --test nlp_hf
+  mkdir -p .gpu/hf/bins
+  strip -o .gpu/hf/bins/nlp_hf "$(newest nlp_hf)" && xz -T2 -6 -f .gpu/hf/bins/nlp_hf
+  [ -d .gpu/hf/minilm-f16 ] || .deps/venv/bin/python scripts/gpu/pack_weights_f16.py --weights .deps/minilm --out .gpu/hf/minilm-f16
+  du -sh .gpu/hf/*
+  exit 0
+fi
 if [ "${ONLY:-}" = serve ]; then
   cargo build --release -p trt-cli --bin trt --bench serve_load
 else
@@ -15,7 +26,6 @@ else
     -p trt-nlp --test nlp_cuda --bench ort_cuda --bench embed_cuda -p trt-onnx --test onnx_cuda -p trt-serve --test serve_gpu \
     -p trt-cuda --test cuda
 fi
-newest() { ls -t "$TARGET"/release/deps/"$1"-* | grep -vE '\.(d|rlib|rmeta)$' | head -n 1; }
 # pack DEST NAME SRC [--strip-debug]: the last keeps the symbol table (for
 # perf on the host: trt's own frames by name).
 pack() {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Write all-MiniLM-L6-v2's weights stored as FP16 (45 MB instead of 91 MB), so that
 they fit in one call to the GPU test host (64 MiB per call), where
-scripts/make_default_model.py rebuilds the default model's graph from them.
+scripts/make_default_model.py rebuilds the default model's graph from them (and trt-hf
+imports the folder: its tokenizer and sentence-transformers files are copied beside them).
 
 The FP32 model built there computes in FP32 like the default model; only its
 weights are FP16-rounded (relative error <= 2^-11), so it is a model of the same
@@ -45,8 +46,13 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "model.safetensors"), "wb") as f:
         f.write(struct.pack("<Q", len(head)) + head + b"".join(chunks))
-    for extra in ("config.json", "tokenizer.json"):
-        shutil.copyfile(os.path.join(args.weights, extra), os.path.join(args.out, extra))
+    # The tokenizer's and sentence-transformers' files too, so the folder is a whole
+    # HuggingFace folder the importer reads (trt import, scripts/gpu/hf.sh).
+    for extra in ("config.json", "tokenizer.json", "tokenizer_config.json", "modules.json", "sentence_bert_config.json",
+                  "config_sentence_transformers.json", os.path.join("1_Pooling", "config.json")):
+        if os.path.isfile(os.path.join(args.weights, extra)):
+            os.makedirs(os.path.dirname(os.path.join(args.out, extra)), exist_ok=True)
+            shutil.copyfile(os.path.join(args.weights, extra), os.path.join(args.out, extra))
     print(f"wrote {args.out}: {offset / 1e6:.1f} MB of weights")
 
 

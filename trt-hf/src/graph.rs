@@ -39,9 +39,14 @@ pub enum Dim {
     Fixed(usize),
 }
 
+/// The domain of ONNX Runtime's fused operators.
+pub const MS_DOMAIN: &str = "com.microsoft";
+
 /// An ONNX graph being written.
 #[derive(Debug, Default)]
 pub struct Graph {
+    /// Write ONNX Runtime's fused operators where they exist ([`Graph::fused`]).
+    fused: bool,
     nodes: Vec<NodeProto>,
     inits: Vec<TensorProto>,
     inputs: Vec<ValueInfoProto>,
@@ -93,6 +98,28 @@ fn tensor_value(name: &str, elem_type: i32, dims: &[Dim]) -> ValueInfoProto {
 }
 
 impl Graph {
+    /// A graph in ONNX Runtime's fused operators (`com.microsoft` Attention,
+    /// SkipLayerNormalization, BiasGelu) where a layer allows them: fewer,
+    /// larger kernels for its CUDA provider. ONNX Runtime only; TensorRT's
+    /// parser knows none of them.
+    pub fn fused() -> Self {
+        Graph { fused: true, ..Graph::default() }
+    }
+
+    /// Whether this graph is written in fused operators.
+    pub fn is_fused(&self) -> bool {
+        self.fused
+    }
+
+    /// A node of ONNX Runtime's operator `op` (domain `com.microsoft`).
+    pub fn ms_op(&mut self, op: &str, name: &str, inputs: &[&str], attrs: Vec<AttributeProto>) -> String {
+        let out = self.op(op, name, inputs, attrs);
+        if let Some(n) = self.nodes.last_mut() {
+            n.domain = Some(MS_DOMAIN.into());
+        }
+        out
+    }
+
     /// A fresh name based on `base` (a suffix is added when it is taken).
     fn fresh(&mut self, base: &str) -> String {
         let n = self.taken.entry(base.to_string()).or_insert(0);
@@ -326,9 +353,13 @@ impl Graph {
             output: self.outputs,
             ..Default::default()
         };
+        let mut opset_import = vec![OperatorSetIdProto { domain: Some(String::new()), version: Some(OPSET) }];
+        if graph.node.iter().any(|n| n.domain.as_deref() == Some(MS_DOMAIN)) {
+            opset_import.push(OperatorSetIdProto { domain: Some(MS_DOMAIN.into()), version: Some(1) });
+        }
         let proto = ModelProto {
             ir_version: Some(IR_VERSION),
-            opset_import: vec![OperatorSetIdProto { domain: Some(String::new()), version: Some(OPSET) }],
+            opset_import,
             producer_name: Some("trt-hf".into()),
             producer_version: Some(env!("CARGO_PKG_VERSION").into()),
             doc_string: Some(doc.to_string()),
@@ -340,6 +371,69 @@ impl Graph {
             ..Default::default()
         };
         Model { proto }
+    }
+}
+
+impl Graph {
+    /// `[B]` INT32: each row's attended token count, the 1-D mask index of
+    /// ONNX Runtime's fused Attention (valid for right padding, which the
+    /// tokenizer pipeline produces; its CUDA provider's fused kernels take no
+    /// other form).
+    pub fn mask_index(&mut self) -> String {
+        let axis = self.ints("mask_index/axis", &[1], &[1]);
+        self.op("ReduceSum", "mask_index/ReduceSum", &["attention_mask", &axis], vec![attr_int("keepdims", 0)])
+    }
+
+    /// Self-attention up to the context (`[B, S, H]`, before the output
+    /// projection) as one fused Attention node: Q, K and V packed into one
+    /// `[H, 3H]` projection; `bias` (`[1, heads, S, S]`) added to the scores.
+    pub fn fused_attention(
+        &mut self,
+        x: &str,
+        w: &AttentionWeights,
+        heads: usize,
+        mask_index: &str,
+        bias: Option<&str>,
+        name: &str,
+    ) -> String {
+        let hidden = w.q.0.shape[0];
+        let mut packed = vec![0f32; hidden * 3 * hidden];
+        let mut packed_bias = Vec::with_capacity(3 * hidden);
+        for (k, (wt, b)) in [&w.q, &w.k, &w.v].into_iter().enumerate() {
+            let cols = wt.shape[1];
+            for r in 0..hidden {
+                for c in 0..cols {
+                    // [in, 3 * out]: input row c, output column k * hidden + r.
+                    packed[c * 3 * hidden + k * hidden + r] = wt.data[r * cols + c];
+                }
+            }
+            packed_bias.extend_from_slice(&b.data);
+        }
+        let wq = self.floats(&format!("{name}/qkv.weight"), &[hidden, 3 * hidden], &packed);
+        let bq = self.floats(&format!("{name}/qkv.bias"), &[3 * hidden], &packed_bias);
+        let mut inputs = vec![x, wq.as_str(), bq.as_str(), mask_index];
+        if let Some(b) = bias {
+            inputs.extend(["", b]);
+        }
+        self.ms_op("Attention", &format!("{name}/Attention"), &inputs, vec![attr_int("num_heads", heads as i64)])
+    }
+
+    /// `LayerNorm(x + skip + bias)` as one fused SkipLayerNormalization node.
+    /// `norm` is the LayerNorm's `(weight, bias)`.
+    pub fn skip_layer_norm(&mut self, x: &str, skip: &str, norm: (&Tensor, &Tensor), bias: &Tensor, eps: f32, name: &str) -> String {
+        let (w, b, bias) = (self.weight(norm.0), self.weight(norm.1), self.weight(bias));
+        self.ms_op(
+            "SkipLayerNormalization",
+            &format!("{name}/SkipLayerNormalization"),
+            &[x, skip, &w, &b, &bias],
+            vec![attr_float("epsilon", eps)],
+        )
+    }
+
+    /// `x @ wᵀ` without a bias (the bias goes into the next fused node).
+    pub fn matmul_t(&mut self, x: &str, w: &Tensor, name: &str) -> String {
+        let wt = self.weight_t(w);
+        self.op("MatMul", &format!("{name}/MatMul"), &[x, &wt], vec![])
     }
 }
 

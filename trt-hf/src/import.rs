@@ -53,18 +53,42 @@ pub enum Precision {
     Fp16,
 }
 
+/// Which operators the graph is written in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Form {
+    /// Standard ONNX operators (opset 17): ONNX Runtime runs it and
+    /// TensorRT's parser takes it. The portable form.
+    #[default]
+    Plain,
+    /// ONNX Runtime's fused operators (`com.microsoft` Attention,
+    /// SkipLayerNormalization, BiasGelu) in every encoder layer: fewer, larger
+    /// kernels for its CUDA provider; ONNX Runtime only, right-padded batches
+    /// only (the tokenizer pipeline pads right).
+    Fused,
+}
+
 /// What an import does.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ImportOptions {
     /// The graph's precision.
     pub precision: Precision,
+    /// The graph's operators.
+    pub form: Form,
 }
 
 impl ImportOptions {
     /// Options with `precision`.
     pub fn with_precision(mut self, precision: Precision) -> Self {
         self.precision = precision;
+        self
+    }
+
+    /// Options with `form`.
+    pub fn with_form(mut self, form: Form) -> Self {
+        self.form = form;
         self
     }
 }
@@ -84,6 +108,9 @@ pub struct Descriptor {
     pub task: ModelTask,
     /// The graph's precision.
     pub precision: Precision,
+    /// The graph's operators.
+    #[serde(default)]
+    pub form: Form,
     /// Token inputs, in order.
     pub inputs: Vec<String>,
     /// Outputs, in order.
@@ -230,7 +257,7 @@ fn source_files(folder: &HfFolder) -> Vec<PathBuf> {
 
 fn source_digest(folder: &HfFolder, options: &ImportOptions) -> Result<String> {
     let mut h = Sha256::new();
-    h.update(format!("trt-hf format {FORMAT} precision {:?}\n", options.precision));
+    h.update(format!("trt-hf format {FORMAT} precision {:?} form {:?}\n", options.precision, options.form));
     for f in source_files(folder) {
         if !f.is_file() {
             continue;
@@ -260,7 +287,10 @@ fn write(folder: &HfFolder, out: &Path, options: &ImportOptions, digest: String)
 pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Result<(trt_onnx::graph::Model, Descriptor)> {
     let arch = &folder.arch;
     let weights = Weights::open(&folder.transformer_dir)?.for_family(family::name(arch), family::prefixes(arch));
-    let mut g = Graph::default();
+    let mut g = match options.form {
+        Form::Plain => Graph::default(),
+        Form::Fused => Graph::fused(),
+    };
     let hidden = family::encoder(&mut g, &weights, arch)?;
     let task = folder.task();
     let (mut outputs, mut embedding_dim, mut pooling) = (Vec::new(), None, Vec::new());
@@ -299,6 +329,7 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
         architecture: arch.architecture.clone(),
         task,
         precision: options.precision,
+        form: options.form,
         inputs: family::inputs(arch).into_iter().map(str::to_string).collect(),
         outputs,
         embedding_dim,

@@ -127,7 +127,7 @@ pub use trt_cuda::ElementType;
 /// How a CUDA backend's workers wait for their batch (spin or sleep): the
 /// stream setting, re-exported for `OrtBackendOptions::cuda_host_wait`.
 pub use trt_cuda::HostWait;
-/// The precision a HuggingFace folder is imported in ([`TextModelBuilder::precision`]).
-pub use trt_hf::Precision;
 /// How a classifier's logits become scores (softmax, sigmoid, identity), as the model folder says.
 pub use trt_hf::ScoreActivation;
+/// The precision a HuggingFace folder is imported in ([`TextModelBuilder::precision`]).
+pub use trt_hf::{Form, Precision};

@@ -77,7 +77,7 @@ pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<String> {
         Family::DistilBert => distilbert::embeddings(g, w, cfg)?,
         Family::MpNet => roberta::embeddings_without_types(g, w, cfg)?,
     };
-    let mask = g.mask_bias("attention_mask");
+    let mask = if g.is_fused() { g.mask_index() } else { g.mask_bias("attention_mask") };
     let bias = match cfg.family {
         Family::MpNet => Some(mpnet::position_bias(g, w, cfg)?),
         _ => None,
@@ -139,6 +139,9 @@ fn post_ln_layer(
         o: linear_weights(w, &n.o, h, h)?,
     };
     let name = format!("layer.{i}");
+    if g.is_fused() {
+        return fused_post_ln_layer(g, w, cfg, x, n, &aw, mask, bias, &name);
+    }
     let a = g.attention(x, &aw, cfg.heads, mask, bias, &format!("{name}/attention"));
     let a = g.op("Add", &format!("{name}/attention/Residual"), &[&a, x], vec![]);
     let (lw, lb) = norm_weights(w, &n.ln_attention, h)?;
@@ -151,4 +154,44 @@ fn post_ln_layer(
     let f = g.op("Add", &format!("{name}/ffn/Residual"), &[&f, &x], vec![]);
     let (lw, lb) = norm_weights(w, &n.ln_output, h)?;
     Ok(g.layer_norm(&f, &lw, &lb, cfg.layer_norm_eps, &format!("{name}/ffn/LayerNorm")))
+}
+
+/// [`post_ln_layer`] in ONNX Runtime's fused operators: one Attention, the
+/// output projection's bias, residual and LayerNorm in one
+/// SkipLayerNormalization, the feed-forward bias and exact GELU in one
+/// BiasGelu (other activations as plain nodes), and a second
+/// SkipLayerNormalization. `mask` is the 1-D mask index.
+#[allow(clippy::too_many_arguments)]
+fn fused_post_ln_layer(
+    g: &mut Graph,
+    w: &Weights,
+    cfg: &ArchConfig,
+    x: &str,
+    n: &LayerNames,
+    aw: &AttentionWeights,
+    mask: &str,
+    bias: Option<&str>,
+    name: &str,
+) -> Result<String> {
+    let h = cfg.hidden;
+    let ctx = g.fused_attention(x, aw, cfg.heads, mask, bias, &format!("{name}/attention"));
+    let a = g.matmul_t(&ctx, &aw.o.0, &format!("{name}/attention/output"));
+    let (lw, lb) = norm_weights(w, &n.ln_attention, h)?;
+    let x = g.skip_layer_norm(&a, x, (&lw, &lb), &aw.o.1, cfg.layer_norm_eps, &format!("{name}/attention"));
+    let (w1, b1) = linear_weights(w, &n.ffn_in, cfg.intermediate, h)?;
+    let f = match cfg.act {
+        crate::arch::Activation::Gelu => {
+            let f = g.matmul_t(&x, &w1, &format!("{name}/ffn/in"));
+            let b1 = g.weight(&b1);
+            g.ms_op("BiasGelu", &format!("{name}/ffn/BiasGelu"), &[&f, &b1], vec![])
+        }
+        act => {
+            let f = g.linear(&x, &w1, Some(&b1), &format!("{name}/ffn/in"));
+            g.activation(&f, act, &format!("{name}/ffn/act"))
+        }
+    };
+    let (w2, b2) = linear_weights(w, &n.ffn_out, h, cfg.intermediate)?;
+    let f = g.matmul_t(&f, &w2, &format!("{name}/ffn/out"));
+    let (lw, lb) = norm_weights(w, &n.ln_output, h)?;
+    Ok(g.skip_layer_norm(&f, &x, (&lw, &lb), &b2, cfg.layer_norm_eps, &format!("{name}/ffn")))
 }

@@ -59,6 +59,14 @@ impl TextModelBuilder {
         self
     }
 
+    /// The operators a HuggingFace folder is imported in (default
+    /// [`Form::Plain`](trt_hf::Form::Plain); [`Form::Fused`](trt_hf::Form::Fused)
+    /// for ONNX Runtime on CUDA).
+    pub fn form(mut self, form: trt_hf::Form) -> Self {
+        self.import = self.import.with_form(form);
+        self
+    }
+
     /// ONNX Runtime on the CPU only (default: CUDA where the library, a
     /// driver and a GPU are there, else the CPU).
     #[cfg(feature = "onnxruntime")]

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# HuggingFace folders imported by trt-hf, run on ONNX Runtime CUDA on the GPU
+# test host, in calls made back to back after ONNX Runtime is there
+# (`ort-cuda.sh 0`, then `SKIP_TESTS=1 ort-cuda.sh 2`, on the same warm
+# machine); `scripts/gpu/pack.sh` with ONLY=hf makes what they carry:
+#
+#   fixtures (.gpu/hf/bins: nlp_hf; may run in the same call as ort-cuda.sh 2):
+#     every fixture of tests/data/hf (in the working tree) imported in FP32 and
+#     FP16 and run on CUDA against the libraries' references
+#     (tests/nlp_hf.rs cuda_imports_match_the_libraries_in_fp32_and_fp16)
+#   minilm (.gpu/hf/minilm-f16): all-MiniLM-L6-v2's folder with its weights
+#     stored as FP16 (the FP16 graph's matrices are the same), imported in
+#     FP32 and FP16 and checked against sentence-transformers on texts past
+#     256 tokens (cuda_all_minilm_l6_v2_fp16_matches_sentence_transformers)
+#
+# Logs under $OUT.
+set -uo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+cd "$ROOT"
+: "${OUT:?set OUT to the folder the logs go to}"
+source "$ROOT/scripts/gpu/lib.sh"
+W=/tmp/trt-ort-cuda
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$W/site/onnxruntime/capi${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export ORT_DYLIB_PATH=$W/site/onnxruntime/capi/libonnxruntime.so.1.31.1
+export TRT_IMPORT_CACHE=$W/imports
+# The test binary was built elsewhere: the fixtures are this working tree's.
+export HF_FIXTURES=$ROOT/tests/data/hf
+[ -f "$ORT_DYLIB_PATH" ] || { echo "hf.sh: ONNX Runtime is not in $W (ort-cuda.sh 0 and 2 first, on the same warm machine)" >&2; exit 1; }
+mkdir -p "$OUT"
+case "${1:?fixtures or minilm}" in
+fixtures)
+  unpack .gpu/hf/bins "$W/bin" nlp_hf || exit 1
+  { echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+    "$W/bin/nlp_hf" --include-ignored --nocapture --test-threads 1 cuda_imports; } > "$OUT/hf_fixtures.log" 2>&1
+  grep -E "on CUDA|test result|panicked" "$OUT/hf_fixtures.log"
+  ;;
+minilm)
+  [ -x "$W/bin/nlp_hf" ] || { echo "hf.sh minilm: run hf.sh fixtures first (it unpacks nlp_hf)" >&2; exit 1; }
+  { echo "# $(date -u +%FT%TZ)"
+    MINILM_DIR=$ROOT/.gpu/hf/minilm-f16 "$W/bin/nlp_hf" --include-ignored --nocapture --test-threads 1 cuda_all_minilm; } > "$OUT/hf_minilm.log" 2>&1
+  grep -E "on CUDA|test result|panicked" "$OUT/hf_minilm.log"
+  ;;
+*) echo "hf.sh: fixtures or minilm" >&2; exit 2 ;;
+esac
