@@ -12,6 +12,10 @@
 #     stored as FP16 (the FP16 graph's matrices are the same), imported in
 #     FP32 and FP16 and checked against sentence-transformers on texts past
 #     256 tokens (cuda_all_minilm_l6_v2_fp16_matches_sentence_transformers)
+#   base (.gpu/hf/bins: trt): base-sized MPNet and BERT (random weights made by
+#     transformers here) as a torch export, after ONNX Runtime's optimizer, and
+#     imported by trt-hf (plain and fused), all FP16, timed side by side by
+#     scripts/gpu/base_graphs.py
 #
 # Logs under $OUT.
 set -uo pipefail
@@ -26,9 +30,10 @@ export ORT_DYLIB_PATH=$W/site/onnxruntime/capi/libonnxruntime.so.1.31.1
 export TRT_IMPORT_CACHE=$W/imports
 # The test binary was built elsewhere: the fixtures are this working tree's.
 export HF_FIXTURES=$ROOT/tests/data/hf
+export PYTHONPATH=$W/site PYTHONUNBUFFERED=1
 [ -f "$ORT_DYLIB_PATH" ] || { echo "hf.sh: ONNX Runtime is not in $W (ort-cuda.sh 0 and 2 first, on the same warm machine)" >&2; exit 1; }
 mkdir -p "$OUT"
-case "${1:?fixtures or minilm}" in
+case "${1:?fixtures, minilm or base}" in
 fixtures)
   unpack .gpu/hf/bins "$W/bin" nlp_hf || exit 1
   { echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
@@ -41,5 +46,11 @@ minilm)
     MINILM_DIR=$ROOT/.gpu/hf/minilm-f16 "$W/bin/nlp_hf" --include-ignored --nocapture --test-threads 1 cuda_all_minilm; } > "$OUT/hf_minilm.log" 2>&1
   grep -E "on CUDA|test result|panicked" "$OUT/hf_minilm.log"
   ;;
-*) echo "hf.sh: fixtures or minilm" >&2; exit 2 ;;
+base)
+  unpack .gpu/hf/bins "$W/bin" trt || exit 1
+  timeout 540 python3 scripts/gpu/base_graphs.py --trt "$W/bin/trt" --work "$W/base" > "$OUT/hf_base.log" 2>&1
+  echo "base_graphs.py exit $?"
+  grep -vE "^\{|Warning|warn" "$OUT/hf_base.log" | tail -40
+  ;;
+*) echo "hf.sh: fixtures, minilm or base" >&2; exit 2 ;;
 esac

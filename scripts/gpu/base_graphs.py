@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Model-only throughput of base-sized encoder graphs on the GPU test host, every
+graph timed the same way (Python onnxruntime-gpu, CUDA provider, inputs and outputs
+bound on the device, FP16), one process, side by side:
+
+  export     torch.onnx.export of the transformers model (opset 17), converted to FP16
+             by onnxruntime.transformers.float16 (keep_io_types)
+  optimized  the same export after ONNX Runtime's transformer optimizer
+             (onnxruntime.transformers.optimizer, model_type bert), then FP16
+  trt-hf     `trt import --fp16` of the saved folder (the plain, TensorRT-parseable form)
+  trt-hf-fused `trt import --fp16 --fused` (ONNX Runtime's fused operators)
+
+Models: random weights made by transformers from the default MPNetConfig and
+BertConfig (the MPNet-base and BERT-base shapes: 12 layers, hidden 768, 12 heads).
+Shapes: (batch, tokens) in SHAPES; median of RUNS runs after WARMUP. The share of the
+H200's 790 TFLOP/s dense FP16 uses 170 MFLOP per token (these shapes' dense work).
+
+Usage (on the host, after ort-cuda.sh 0 and 2): base_graphs.py --trt BIN --work DIR
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import numpy as np
+import onnxruntime as ort
+import torch
+from transformers import AutoModel, BertConfig, MPNetConfig
+
+SHAPES = [(1, 22), (32, 22), (128, 22), (128, 134), (256, 32)]
+WARMUP, RUNS = 10, 50
+FLOP_PER_TOKEN = 170e6
+PEAK = 790e12
+
+
+def tokenizer_json(vocab):
+    # The importer needs a tokenizer.json beside the weights; the bench feeds ids directly.
+    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+            "pre_tokenizer": {"type": "Whitespace"}, "post_processor": None, "decoder": None,
+            "model": {"type": "WordLevel", "vocab": {f"w{i}": i for i in range(vocab)}, "unk_token": "w0"}}
+
+
+class Wrapped(torch.nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, input_ids, attention_mask):
+        return self.m(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+
+def export(model, path):
+    ids = torch.ones(2, 16, dtype=torch.long)
+    torch.onnx.export(Wrapped(model), (ids, ids), path, opset_version=17, dynamo=False,
+                      input_names=["input_ids", "attention_mask"], output_names=["last_hidden_state"],
+                      dynamic_axes={"input_ids": {0: "b", 1: "s"}, "attention_mask": {0: "b", 1: "s"},
+                                    "last_hidden_state": {0: "b", 1: "s"}})
+
+
+def to_fp16(src, dst):
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+    onnx.save(convert_float_to_float16(onnx.load(src), keep_io_types=True), dst)
+
+
+def optimized(src, dst):
+    from onnxruntime.transformers.optimizer import optimize_model
+    m = optimize_model(src, model_type="bert", num_heads=12, hidden_size=768)
+    m.convert_float_to_float16(keep_io_types=True)
+    m.save_model_to_file(dst)
+    return m.get_fused_operator_statistics()
+
+
+def time_graph(path, vocab):
+    opts = ort.SessionOptions()
+    sess = ort.InferenceSession(path, opts, providers=[("CUDAExecutionProvider", {"device_id": 0}), "CPUExecutionProvider"])
+    inputs = {i.name: i.type for i in sess.get_inputs()}
+    rng = np.random.default_rng(0)
+    out = {}
+    for b, s in SHAPES:
+        binding = sess.io_binding()
+        for name, t in inputs.items():
+            dtype = np.int64 if "int64" in t else np.int32
+            v = np.ones((b, s), dtype) if name != "input_ids" else rng.integers(5, vocab - 5, (b, s)).astype(dtype)
+            if name == "token_type_ids":
+                v = np.zeros((b, s), dtype)
+            binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(v, "cuda", 0))
+        for o in sess.get_outputs():
+            binding.bind_output(o.name, "cuda", 0)
+        for _ in range(WARMUP):
+            sess.run_with_iobinding(binding)
+        times = []
+        for _ in range(RUNS):
+            t = time.perf_counter()
+            sess.run_with_iobinding(binding)
+            binding.synchronize_outputs()
+            times.append(time.perf_counter() - t)
+        med = float(np.median(times))
+        out[f"{b}x{s}"] = {"ms": med * 1e3, "seq_per_s": b / med, "peak_share": b * s * FLOP_PER_TOKEN / med / PEAK}
+    return out, sess.get_providers()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trt", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    results = {}
+    torch.manual_seed(0)
+    for family, cfg in [("mpnet-base", MPNetConfig()), ("bert-base", BertConfig())]:
+        d = os.path.join(args.work, family)
+        shutil.rmtree(d, ignore_errors=True)
+        model = AutoModel.from_config(cfg).eval()
+        model.save_pretrained(os.path.join(d, "hf"))
+        with open(os.path.join(d, "hf", "tokenizer.json"), "w") as f:
+            json.dump(tokenizer_json(cfg.vocab_size), f)
+        graphs = {}
+        raw = os.path.join(d, "export.onnx")
+        export(model, raw)
+        graphs["export"] = os.path.join(d, "export_fp16.onnx")
+        to_fp16(raw, graphs["export"])
+        graphs["optimized"] = os.path.join(d, "optimized_fp16.onnx")
+        stats = optimized(raw, graphs["optimized"])
+        print(f"{family}: ONNX Runtime's optimizer fused {stats}", flush=True)
+        for name, extra in [("trt-hf", []), ("trt-hf-fused", ["--fused"])]:
+            out = os.path.join(d, name)
+            t = time.perf_counter()
+            subprocess.run([args.trt, "import", os.path.join(d, "hf"), "-o", out, "--fp16", *extra], check=True)
+            print(f"{family}: trt import {' '.join(extra)} in {time.perf_counter() - t:.1f} s", flush=True)
+            graphs[name] = os.path.join(out, "model.onnx")
+        results[family] = {}
+        for name, path in graphs.items():
+            r, providers = time_graph(path, cfg.vocab_size)
+            results[family][name] = r
+            print(f"{family} {name} ({providers[0]}): " + ", ".join(
+                f"{k} {v['seq_per_s']:.0f} seq/s ({v['ms']:.2f} ms, {100 * v['peak_share']:.1f}% of peak)" for k, v in r.items()), flush=True)
+        for shape in results[family]["trt-hf-fused"]:
+            f = results[family]["trt-hf-fused"][shape]["seq_per_s"]
+            ratios = ", ".join(f"vs {n} {f / results[family][n][shape]['seq_per_s']:.2f}" for n in ["export", "optimized", "trt-hf"])
+            print(f"{family} {shape}: trt-hf-fused {ratios}", flush=True)
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
