@@ -215,3 +215,24 @@ fn trt_compare_checks_a_folder_against_saved_sentence_transformers_vectors() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("above --atol") && err.contains("reference.jsonl"), "{err}");
 }
+
+#[test]
+fn a_model_repository_may_hold_a_huggingface_folder() {
+    let deps = common::deps();
+    let python = serve::venv_python(&deps, "tritonclient.http", "tritonclient[http]");
+    let repo = tempfile::tempdir().unwrap();
+    copy_dir(&fixtures().join("bert-cls3"), &repo.path().join("sentiment"));
+    let cache = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_trt"));
+    cmd.args(["serve", "--model-repository"]).arg(repo.path()).args(["--threads", "1"]).env("TRT_IMPORT_CACHE", cache.path());
+    let server = serve::Server::start_command_logging_to(cmd, Duration::from_secs(120), &cache.path().join("serve.log"));
+    let mut client = Command::new(&python);
+    client
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/python/hf_repository.py"))
+        .args(["--http", &server.http, "--model", "sentiment"])
+        .arg("--reference")
+        .arg(fixtures().join("references/bert-cls3.json"));
+    serve::run_client(client, "tests/python/hf_repository.py", Duration::from_secs(120));
+    let exit = server.terminate(Duration::from_secs(30));
+    assert!(exit.success(), "trt serve exited with {exit} after SIGTERM");
+}

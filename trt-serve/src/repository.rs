@@ -135,12 +135,30 @@ pub struct Repository {
     /// One load or unload at a time (requests never wait on it).
     changes: tokio::sync::Mutex<()>,
     control: ModelControl,
+    /// Where the Triton views of HuggingFace folders in the repository are
+    /// laid out (removed with the repository).
+    hf_views: PathBuf,
+}
+
+impl Drop for Repository {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.hf_views);
+    }
 }
 
 impl std::fmt::Debug for Repository {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Repository").field("root", &self.root).finish_non_exhaustive()
     }
+}
+
+/// The most texts a batch of a HuggingFace folder's model runs (its derived config's max_batch_size).
+const HF_MAX_BATCH: usize = 32;
+
+/// A number per repository of this process, so two repositories' views never share a folder.
+fn next_view_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Checks that a model name from the network is one plain folder name.
@@ -181,6 +199,7 @@ impl Repository {
             models: RwLock::new(BTreeMap::new()),
             changes: tokio::sync::Mutex::new(()),
             control: ModelControl::default(),
+            hf_views: std::env::temp_dir().join(format!("trt-serve-{}-hf-views-{}", std::process::id(), next_view_id())),
         })
     }
 
@@ -217,12 +236,13 @@ impl Repository {
         Ok(real)
     }
 
-    /// Model folder names in the repository (those with a `config.pbtxt`).
+    /// Model folder names in the repository (those with a `config.pbtxt`,
+    /// and HuggingFace folders, served through their import).
     pub(crate) fn model_names_on_disk(&self) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(&self.root) else { return Vec::new() };
         let mut names: Vec<String> = entries
             .filter_map(|e| e.ok())
-            .filter(|e| e.path().join("config.pbtxt").is_file())
+            .filter(|e| e.path().join("config.pbtxt").is_file() || trt_hf::is_hf_folder(&e.path()))
             .filter_map(|e| e.file_name().to_str().map(str::to_owned))
             .filter(|n| check_model_name(n).is_ok())
             .collect();
@@ -250,6 +270,16 @@ impl Repository {
     pub async fn reload(&self, name: &str, reopen: &[u64]) -> ServeResult<()> {
         let dir = self.model_dir(name)?;
         let _one_at_a_time = self.changes.lock().await;
+        // A HuggingFace folder without a config.pbtxt: its import, seen as a Triton model folder.
+        let dir = if !dir.join("config.pbtxt").is_file() && trt_hf::is_hf_folder(&dir) {
+            let view = self.hf_views.join(name);
+            let options = trt_hf::ImportOptions::default();
+            crate::single_model::hf_view(&dir, &view, &trt_hf::default_cache(), &options, HF_MAX_BATCH)
+                .map_err(|e| self.fail_model(name, format!("HuggingFace folder {name}/: {e}")))?;
+            view
+        } else {
+            dir
+        };
         let text = match std::fs::read_to_string(dir.join("config.pbtxt")) {
             Ok(t) => t,
             Err(e) => return Err(self.fail_model(name, format!("cannot read {name}/config.pbtxt: {e}"))),

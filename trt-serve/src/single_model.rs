@@ -53,22 +53,13 @@ impl SingleModel {
     pub fn from_hf(id: &str, name: &str, cache: &Path, options: &trt_hf::ImportOptions, max_batch: usize) -> ServeResult<Self> {
         check_model_name(name)?;
         let src = trt_nlp::resolve_model(id).map_err(|e| ServeError::NotFound(format!("--model-id {id}: {e}")))?;
-        let imported = trt_hf::import_cached(&src, cache, options).map_err(|e| ServeError::invalid(format!("--model-id {id}: {e}")))?;
-        let descriptor = trt_hf::Descriptor::read(&imported)
-            .map_err(|e| ServeError::invalid(format!("--model-id {id}: {e}")))?
-            .ok_or_else(|| ServeError::invalid(format!("--model-id {id}: the import wrote no {}", trt_hf::DESCRIPTOR)))?;
         let root = std::env::temp_dir().join(format!("trt-serve-{}-{name}", std::process::id()));
-        let shown = root.display().to_string();
-        let io = |e: std::io::Error| ServeError::Unavailable(format!("cannot lay out the model view in {shown}: {e}"));
         let _ = std::fs::remove_dir_all(&root);
-        let dir = root.join(name);
-        std::fs::create_dir_all(dir.join("1")).map_err(io)?;
         let view = SingleModel { root };
-        std::fs::write(dir.join("config.pbtxt"), descriptor.text_model_config(max_batch.max(1))).map_err(io)?;
-        for f in ["tokenizer.json", "config.json", trt_hf::DESCRIPTOR] {
-            std::os::unix::fs::symlink(imported.join(f), dir.join(f)).map_err(io)?;
-        }
-        std::os::unix::fs::symlink(imported.join("model.onnx"), dir.join("1").join("model.onnx")).map_err(io)?;
+        hf_view(&src, &view.root.join(name), cache, options, max_batch).map_err(|e| match e {
+            ServeError::InvalidArgument(m) => ServeError::invalid(format!("--model-id {id}: {m}")),
+            e => e,
+        })?;
         Ok(view)
     }
 
@@ -82,4 +73,26 @@ impl Drop for SingleModel {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.root);
     }
+}
+
+/// Lays out `view` as a Triton model folder for the HuggingFace folder
+/// `src`: the import (cached in `cache`), a `config.pbtxt` derived from its
+/// descriptor (a text input; the embedding and token states, or the logits;
+/// at most `max_batch` texts a batch), the tokenizer, labels and
+/// descriptor, and version 1 linking to the graph. `view` is replaced.
+pub(crate) fn hf_view(src: &Path, view: &Path, cache: &Path, options: &trt_hf::ImportOptions, max_batch: usize) -> ServeResult<()> {
+    let imported = trt_hf::import_cached(src, cache, options).map_err(|e| ServeError::invalid(e.to_string()))?;
+    let descriptor = trt_hf::Descriptor::read(&imported)
+        .map_err(|e| ServeError::invalid(e.to_string()))?
+        .ok_or_else(|| ServeError::invalid(format!("the import of {} wrote no {}", src.display(), trt_hf::DESCRIPTOR)))?;
+    let shown = view.display().to_string();
+    let io = |e: std::io::Error| ServeError::Unavailable(format!("cannot lay out the model view in {shown}: {e}"));
+    let _ = std::fs::remove_dir_all(view);
+    std::fs::create_dir_all(view.join("1")).map_err(io)?;
+    std::fs::write(view.join("config.pbtxt"), descriptor.text_model_config(max_batch.max(1))).map_err(io)?;
+    for f in ["tokenizer.json", "config.json", trt_hf::DESCRIPTOR] {
+        std::os::unix::fs::symlink(imported.join(f), view.join(f)).map_err(io)?;
+    }
+    std::os::unix::fs::symlink(imported.join("model.onnx"), view.join("1").join("model.onnx")).map_err(io)?;
+    Ok(())
 }
