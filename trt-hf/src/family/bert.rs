@@ -1,7 +1,7 @@
 //! BERT and ELECTRA: word, absolute position and token-type embeddings,
 //! LayerNorm; ELECTRA projects its (smaller) embeddings to the hidden size.
 
-use super::{head_weights, linear_weights, norm_weights, LayerNames};
+use super::{first_token_head, linear_weights, norm_weights, HeadDense, LayerNames};
 use crate::arch::{Activation, ArchConfig};
 use crate::graph::{attr_int, Graph};
 use crate::weights::Weights;
@@ -51,22 +51,10 @@ pub fn layer_names(i: usize) -> LayerNames {
 
 /// BertForSequenceClassification: the pooler (dense, tanh) on `[CLS]`, then the classifier.
 pub fn head(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
-    let h = cfg.hidden;
-    let cls = g.token(hidden, 0, "head/cls");
-    let (pw, pb) = linear_weights(w, "pooler.dense", h, h)?;
-    let pooled = g.linear(&cls, &pw, Some(&pb), "head/pooler");
-    let pooled = g.activation(&pooled, Activation::Tanh, "head/pooler");
-    let (cw, cb) = head_weights(w, "classifier", cfg.labels.len(), h)?;
-    Ok(g.linear(&pooled, &cw, Some(&cb), "head/classifier"))
+    first_token_head(g, w, cfg, hidden, HeadDense::Encoder("pooler.dense"), Activation::Tanh, "classifier")
 }
 
 /// ElectraForSequenceClassification: dense, GELU, out_proj on `[CLS]`.
 pub fn electra_head(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
-    let h = cfg.hidden;
-    let cls = g.token(hidden, 0, "head/cls");
-    let (dw, db) = head_weights(w, "classifier.dense", h, h)?;
-    let x = g.linear(&cls, &dw, Some(&db), "head/dense");
-    let x = g.activation(&x, Activation::Gelu, "head/dense");
-    let (ow, ob) = head_weights(w, "classifier.out_proj", cfg.labels.len(), h)?;
-    Ok(g.linear(&x, &ow, Some(&ob), "head/out_proj"))
+    first_token_head(g, w, cfg, hidden, HeadDense::Head("classifier.dense"), Activation::Gelu, "classifier.out_proj")
 }

@@ -1,7 +1,7 @@
 //! DistilBERT: word and absolute position embeddings (no token types), its
 //! own layer names, and a ReLU pre-classifier.
 
-use super::{head_weights, norm_weights, LayerNames};
+use super::{first_token_head, norm_weights, HeadDense, LayerNames};
 use crate::arch::{Activation, ArchConfig};
 use crate::graph::{attr_int, Graph};
 use crate::weights::Weights;
@@ -39,11 +39,5 @@ pub fn layer_names(i: usize) -> LayerNames {
 
 /// DistilBertForSequenceClassification: pre_classifier, ReLU, classifier on `[CLS]`.
 pub fn head(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
-    let h = cfg.hidden;
-    let cls = g.token(hidden, 0, "head/cls");
-    let (pw, pb) = head_weights(w, "pre_classifier", h, h)?;
-    let x = g.linear(&cls, &pw, Some(&pb), "head/pre_classifier");
-    let x = g.activation(&x, Activation::Relu, "head/pre_classifier");
-    let (cw, cb) = head_weights(w, "classifier", cfg.labels.len(), h)?;
-    Ok(g.linear(&x, &cw, Some(&cb), "head/classifier"))
+    first_token_head(g, w, cfg, hidden, HeadDense::Head("pre_classifier"), Activation::Relu, "classifier")
 }

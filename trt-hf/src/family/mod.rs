@@ -14,7 +14,7 @@ pub mod distilbert;
 pub mod mpnet;
 pub mod roberta;
 
-use crate::arch::{ArchConfig, Family};
+use crate::arch::{Activation, ArchConfig, Family};
 use crate::graph::{AttentionWeights, Graph};
 use crate::weights::{Tensor, Weights};
 use crate::Result;
@@ -102,6 +102,38 @@ pub fn classifier(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) ->
         Family::Roberta | Family::MpNet => roberta::head(g, w, cfg, hidden),
         Family::DistilBert => distilbert::head(g, w, cfg, hidden),
     }
+}
+
+/// Where a head's first Linear lives.
+pub enum HeadDense<'a> {
+    /// In the encoder's weights (under the family's prefix: BERT's pooler).
+    Encoder(&'a str),
+    /// Among the head's own weights.
+    Head(&'a str),
+}
+
+/// Every family's sequence-classification head: the first token's state
+/// through a `[hidden, hidden]` Linear, `act`, and the `[labels, hidden]`
+/// Linear called `out`.
+pub fn first_token_head(
+    g: &mut Graph,
+    w: &Weights,
+    cfg: &ArchConfig,
+    hidden: &str,
+    dense: HeadDense<'_>,
+    act: Activation,
+    out: &str,
+) -> Result<String> {
+    let h = cfg.hidden;
+    let cls = g.token(hidden, 0, "head/cls");
+    let (dw, db) = match dense {
+        HeadDense::Encoder(name) => linear_weights(w, name, h, h)?,
+        HeadDense::Head(name) => head_weights(w, name, h, h)?,
+    };
+    let x = g.linear(&cls, &dw, Some(&db), "head/dense");
+    let x = g.activation(&x, act, "head/dense");
+    let (ow, ob) = head_weights(w, out, cfg.labels.len(), h)?;
+    Ok(g.linear(&x, &ow, Some(&ob), "head/out"))
 }
 
 /// `(weight [rows, cols], bias [rows])` of a Linear under `prefix`.

@@ -4,7 +4,7 @@
 //! where the padding is; no `token_type_ids` input (their tokenizers emit
 //! none): the type table's first row is added to every token.
 
-use super::{head_weights, norm_weights};
+use super::{first_token_head, norm_weights, HeadDense};
 use crate::arch::{Activation, ArchConfig};
 use crate::graph::{attr_int, Graph};
 use crate::weights::Weights;
@@ -52,11 +52,5 @@ fn word_and_position(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<Str
 
 /// RobertaForSequenceClassification (and MPNet's): dense, tanh, out_proj on `<s>`.
 pub fn head(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
-    let h = cfg.hidden;
-    let cls = g.token(hidden, 0, "head/cls");
-    let (dw, db) = head_weights(w, "classifier.dense", h, h)?;
-    let x = g.linear(&cls, &dw, Some(&db), "head/dense");
-    let x = g.activation(&x, Activation::Tanh, "head/dense");
-    let (ow, ob) = head_weights(w, "classifier.out_proj", cfg.labels.len(), h)?;
-    Ok(g.linear(&x, &ow, Some(&ob), "head/out_proj"))
+    first_token_head(g, w, cfg, hidden, HeadDense::Head("classifier.dense"), Activation::Tanh, "classifier.out_proj")
 }
