@@ -64,7 +64,7 @@ fn compare(got: &Array2<f32>, want: &Array2<f32>) -> (f32, f32) {
     (worst, diff)
 }
 
-const EMBEDDING_MODELS: [&str; 9] = [
+const EMBEDDING_MODELS: [&str; 11] = [
     "bert-hub",
     "bert-st5",
     "bert-multi",
@@ -74,6 +74,8 @@ const EMBEDDING_MODELS: [&str; 9] = [
     "distilbert-cls",
     "mpnet-mean",
     "electra-mean",
+    "qwen3-embed",
+    "qwen3-embed-bf16",
 ];
 
 #[test]
@@ -127,6 +129,28 @@ fn prompts_are_applied_as_sentence_transformers_applies_them() {
     assert!(cos >= 0.9999);
     let err = model.embed_with_prompt(&texts, Some("no-such-prompt")).unwrap_err().to_string();
     assert!(err.contains("no-such-prompt") && err.contains("query"), "{err}");
+}
+
+#[test]
+fn qwen3_query_prompt_matches_sentence_transformers() {
+    // Qwen3-Embedding's instruction prompt on queries, the last token pooled: right padding
+    // (this pipeline's) gives what the reference's left-padded batch gave.
+    for name in ["qwen3-embed", "qwen3-embed-bf16"] {
+        let r = reference(name);
+        let out = tempfile::tempdir().unwrap();
+        let model = open(&fixtures().join(name), out.path(), Precision::Fp32);
+        let texts = strings(&r["texts"]);
+        let prompt = model.head().prompts.text(Some("query")).unwrap().to_string();
+        let prompted: Vec<String> = texts.iter().map(|t| format!("{prompt}{t}")).collect();
+        let rows = model.pipeline().tokenize(&prompted).unwrap();
+        for (i, (row, want)) in rows.iter().zip(ids(&r["input_ids_by_prompt"]["query"])).enumerate() {
+            assert_eq!(row.ids(), want.as_slice(), "{name}: token ids of prompted text {i}");
+        }
+        let got = model.embed_with_prompt(&texts, Some("query")).unwrap();
+        let (cos, diff) = compare(&got, &matrix(&r["embeddings_by_prompt"]["query"]));
+        println!("{name} query prompt fp32: worst cosine {cos:.7}, max abs diff {diff:.2e}");
+        assert!(cos >= 0.9999 && diff <= 1e-4, "{name}: cosine {cos}, diff {diff}");
+    }
 }
 
 #[test]

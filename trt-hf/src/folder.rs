@@ -53,6 +53,8 @@ pub struct HfFolder {
     pub model_max_length: Option<usize>,
     /// `tokenizer_config.json`'s `padding_side`.
     pub padding_side: Option<String>,
+    /// `tokenizer_config.json`'s `pad_token` (a string, or an added token's `content`).
+    pub pad_token: Option<String>,
 }
 
 /// tokenizers writes `1e30` for "no limit".
@@ -74,12 +76,18 @@ impl HfFolder {
             }
         })?;
         let tc = tokenizer.with_file_name("tokenizer_config.json");
-        let (model_max_length, padding_side) = if tc.is_file() {
+        let (model_max_length, padding_side, pad_token) = if tc.is_file() {
             let f = Fields::read(&tc)?;
             let max = f.opt_f64("model_max_length")?.filter(|m| (1.0..NO_LIMIT).contains(m)).map(|m| m as usize);
-            (max, f.opt_str("padding_side")?.map(str::to_string))
+            let pad = match f.value("pad_token") {
+                Some(serde_json::Value::Object(_)) => {
+                    f.object("pad_token")?.and_then(|o| o.opt_str("content").ok().flatten().map(str::to_string))
+                }
+                _ => f.opt_str("pad_token")?.map(str::to_string),
+            };
+            (max, f.opt_str("padding_side")?.map(str::to_string), pad)
         } else {
-            (None, None)
+            (None, None, None)
         };
         if let Some((_, false)) = sentence.pooling() {
             if !sentence.prompts.is_empty() {
@@ -90,7 +98,7 @@ impl HfFolder {
                 });
             }
         }
-        Ok(HfFolder { dir: dir.to_owned(), transformer_dir, arch, sentence, tokenizer, model_max_length, padding_side })
+        Ok(HfFolder { dir: dir.to_owned(), transformer_dir, arch, sentence, tokenizer, model_max_length, padding_side, pad_token })
     }
 
     /// What the model answers: a `*ForSequenceClassification` checkpoint

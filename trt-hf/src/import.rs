@@ -318,24 +318,49 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
 
 /// Copies `tokenizer.json`, putting a Lowercase normalizer first when
 /// `do_lower_case` is set and the tokenizer does not lower-case already
-/// (sentence-transformers lower-cases the text before tokenizing).
+/// (sentence-transformers lower-cases the text before tokenizing), and
+/// recording `tokenizer_config.json`'s pad token as the file's padding where
+/// the file names none (Qwen's `<|endoftext|>`: a runtime that pads finds
+/// the id there, not by guessing `[PAD]`).
 fn write_tokenizer(folder: &HfFolder, to: &Path) -> Result<()> {
     let from = &folder.tokenizer;
-    if !folder.sentence.do_lower_case {
+    let mut t: serde_json::Value = crate::json::read(from)?;
+    let mut changed = false;
+    if folder.sentence.do_lower_case {
+        let normalizer = t.get("normalizer").cloned().unwrap_or(serde_json::Value::Null);
+        let lowers = normalizer.get("type").and_then(|v| v.as_str()) == Some("BertNormalizer")
+            && normalizer.get("lowercase").and_then(|v| v.as_bool()) == Some(true);
+        if !lowers {
+            let lower = serde_json::json!({"type": "Lowercase"});
+            let new =
+                if normalizer.is_null() { lower } else { serde_json::json!({"type": "Sequence", "normalizers": [lower, normalizer]}) };
+            t["normalizer"] = new;
+            changed = true;
+        }
+    }
+    if t.get("padding").is_none_or(serde_json::Value::is_null) {
+        if let Some((token, id)) = folder.pad_token.as_deref().and_then(|p| token_id(&t, p).map(|id| (p, id))) {
+            t["padding"] = serde_json::json!({
+                "strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": null,
+                "pad_id": id, "pad_type_id": 0, "pad_token": token,
+            });
+            changed = true;
+        }
+    }
+    if !changed {
         std::fs::copy(from, to).map_err(Error::io(from))?;
         return Ok(());
     }
-    let mut t: serde_json::Value = crate::json::read(from)?;
-    let normalizer = t.get("normalizer").cloned().unwrap_or(serde_json::Value::Null);
-    let lowers = normalizer.get("type").and_then(|v| v.as_str()) == Some("BertNormalizer")
-        && normalizer.get("lowercase").and_then(|v| v.as_bool()) == Some(true);
-    if !lowers {
-        let lower = serde_json::json!({"type": "Lowercase"});
-        let new = if normalizer.is_null() { lower } else { serde_json::json!({"type": "Sequence", "normalizers": [lower, normalizer]}) };
-        t["normalizer"] = new;
-    }
     let text = serde_json::to_string(&t).map_err(|e| Error::config(from, "(file)", e.to_string()))?;
     std::fs::write(to, text).map_err(Error::io(to))
+}
+
+/// The id of `token` in a `tokenizer.json`: an added token's, else the model vocabulary's.
+fn token_id(t: &serde_json::Value, token: &str) -> Option<u64> {
+    let added = t.get("added_tokens").and_then(|a| a.as_array()).and_then(|a| {
+        a.iter().find(|e| e.get("content").and_then(|c| c.as_str()) == Some(token)).and_then(|e| e.get("id")).and_then(|i| i.as_u64())
+    });
+    added.or_else(|| t.get("model").and_then(|m| m.get("vocab")).and_then(|v| v.get(token)).and_then(|i| i.as_u64()))
 }
 
 impl Descriptor {

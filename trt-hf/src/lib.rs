@@ -38,6 +38,7 @@ pub mod graph;
 pub mod hub;
 mod import;
 mod json;
+mod rotary_config;
 pub mod sentence;
 pub mod st;
 pub mod weights;

@@ -1,23 +1,27 @@
 //! One module per architecture family: each says which tensors its
 //! checkpoints hold, how its embeddings and classification head are
-//! computed; the post-LayerNorm encoder stack they share is here.
+//! computed; the post-LayerNorm encoder stack the BERT-like families share
+//! is here, the blocks of the rotary families in [`rotary`].
 //!
-//! | module | `model_type` | embeddings | head of `*ForSequenceClassification` |
+//! | module | `model_type` | embeddings and layers | head of `*ForSequenceClassification` |
 //! |---|---|---|---|
-//! | [`bert`] | `bert`, `electra` | word + absolute position + token type (ELECTRA: projected to the hidden size) | BERT: pooler (dense, tanh) then linear; ELECTRA: dense, GELU, linear |
-//! | [`roberta`] | `roberta`, `xlm-roberta`, `camembert` | positions counted from `padding_idx + 1` over non-pad tokens | dense, tanh, linear on `<s>` |
-//! | [`distilbert`] | `distilbert` | word + absolute position | dense, ReLU, linear on `[CLS]` |
-//! | [`mpnet`] | `mpnet` | as RoBERTa, plus a relative-position bias on every layer's scores | dense, tanh, linear on `<s>` |
+//! | [`bert`] | `bert`, `electra` | word + absolute position + token type (ELECTRA: projected to the hidden size); post-LN | BERT: pooler (dense, tanh) then linear; ELECTRA: dense, GELU, linear |
+//! | [`roberta`] | `roberta`, `xlm-roberta`, `camembert` | positions counted from `padding_idx + 1` over non-pad tokens; post-LN | dense, tanh, linear on `<s>` |
+//! | [`distilbert`] | `distilbert` | word + absolute position; post-LN | dense, ReLU, linear on `[CLS]` |
+//! | [`mpnet`] | `mpnet` | as RoBERTa, plus a relative-position bias on every layer's scores; post-LN | dense, tanh, linear on `<s>` |
+//! | [`qwen3`] | `qwen3` | tokens only; pre-RMSNorm, rotary, causal grouped-query attention, gated SiLU | not supported |
 
 pub mod bert;
 pub mod distilbert;
 pub mod mpnet;
+pub mod qwen3;
 pub mod roberta;
+pub mod rotary;
 
 use crate::arch::{ArchConfig, Family};
 use crate::graph::{AttentionWeights, Graph};
 use crate::weights::{Tensor, Weights};
-use crate::Result;
+use crate::{Error, Result};
 
 /// The weight names of one post-LayerNorm encoder layer (each a prefix of
 /// `.weight` / `.bias`).
@@ -56,6 +60,7 @@ pub fn prefixes(cfg: &ArchConfig) -> &'static [&'static str] {
         (Family::Roberta, _) => &["roberta."],
         (Family::DistilBert, _) => &["distilbert."],
         (Family::MpNet, _) => &["mpnet."],
+        (Family::ModernBert, _) | (Family::Qwen3, _) => &["model."],
     }
 }
 
@@ -66,16 +71,20 @@ pub fn name(cfg: &ArchConfig) -> &'static str {
         Family::Roberta => "RoBERTa",
         Family::DistilBert => "DistilBERT",
         Family::MpNet => "MPNet",
+        Family::ModernBert => "ModernBERT",
+        Family::Qwen3 => "Qwen3",
     }
 }
 
 /// The encoder's last hidden state, `[B, S, hidden]`.
 pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<String> {
-    let x = match cfg.family {
-        Family::Bert => bert::embeddings(g, w, cfg)?,
-        Family::Roberta => roberta::embeddings(g, w, cfg)?,
-        Family::DistilBert => distilbert::embeddings(g, w, cfg)?,
-        Family::MpNet => roberta::embeddings_without_types(g, w, cfg)?,
+    let x = match (cfg.family, &cfg.rotary) {
+        (Family::Qwen3, Some(rot)) => return qwen3::encoder(g, w, cfg, rot),
+        (Family::Bert, _) => bert::embeddings(g, w, cfg)?,
+        (Family::Roberta, _) => roberta::embeddings(g, w, cfg)?,
+        (Family::DistilBert, _) => distilbert::embeddings(g, w, cfg)?,
+        (Family::MpNet, _) => roberta::embeddings_without_types(g, w, cfg)?,
+        (Family::ModernBert | Family::Qwen3, _) => return Err(no_head(w, cfg, "an encoder without rotary settings")),
     };
     let mask = g.mask_bias("attention_mask");
     let bias = match cfg.family {
@@ -83,9 +92,9 @@ pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<String> {
         _ => None,
     };
     let names: fn(usize) -> LayerNames = match cfg.family {
-        Family::Bert | Family::Roberta => bert::layer_names,
         Family::DistilBert => distilbert::layer_names,
         Family::MpNet => mpnet::layer_names,
+        _ => bert::layer_names,
     };
     let mut x = x;
     for i in 0..cfg.layers {
@@ -101,6 +110,16 @@ pub fn classifier(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) ->
         Family::Bert => bert::head(g, w, cfg, hidden),
         Family::Roberta | Family::MpNet => roberta::head(g, w, cfg, hidden),
         Family::DistilBert => distilbert::head(g, w, cfg, hidden),
+        Family::ModernBert | Family::Qwen3 => Err(no_head(w, cfg, "a sequence-classification head")),
+    }
+}
+
+/// The error for a part of a family the importer does not write.
+fn no_head(w: &Weights, cfg: &ArchConfig, what: &str) -> Error {
+    Error::Unsupported {
+        path: w.path().with_file_name("config.json"),
+        what: format!("{what} of {} ({})", name(cfg), cfg.architecture.as_deref().unwrap_or(&cfg.model_type)),
+        supported: vec![format!("{}'s encoder with sentence-transformers pooling", name(cfg))],
     }
 }
 
