@@ -302,3 +302,28 @@ fn qwen3_reads_both_config_forms_and_the_pad_token() {
     let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("tokenizer.json")).unwrap()).unwrap();
     assert_eq!((t["padding"]["pad_id"].as_u64(), t["padding"]["pad_token"].as_str()), (Some(475), Some("<|endoftext|>")));
 }
+
+#[test]
+fn modernbert_hub_config_fields_read_as_transformers_5_writes_them() {
+    let written = HfFolder::open(&fixtures().join("modernbert-mean")).unwrap().arch.rotary.unwrap();
+    assert_eq!((written.sliding.as_slice(), written.window, written.causal), (&[false, true, false][..], 4, false));
+    assert_eq!((written.theta, written.local_theta), (160000.0, 10000.0));
+    // Hub ModernBERTs: global_attn_every_n_layers and global/local_rope_theta only.
+    let dir = copy("modernbert-mean");
+    edit_json(&dir.path().join("config.json"), |c| {
+        let o = c.as_object_mut().unwrap();
+        o.remove("layer_types");
+        o.remove("rope_parameters");
+        o.insert("global_rope_theta".into(), 160000.0.into());
+        o.insert("local_rope_theta".into(), 10000.0.into());
+    });
+    assert_eq!(HfFolder::open(dir.path()).unwrap().arch.rotary.unwrap(), written);
+    let err = config_err("modernbert-mean", |c| c["norm_bias"] = true.into());
+    assert!(err.contains("norm_bias true"), "{err}");
+    // A classifier (no sentence-transformers modules) needs a head the importer does not write.
+    let dir = copy("modernbert-mean");
+    std::fs::remove_file(dir.path().join("modules.json")).unwrap();
+    edit_json(&dir.path().join("config.json"), |c| c["architectures"][0] = "ModernBertForSequenceClassification".into());
+    let err = import_err(dir.path()).to_string();
+    assert!(err.contains("sequence-classification head of ModernBERT"), "{err}");
+}

@@ -64,7 +64,7 @@ fn compare(got: &Array2<f32>, want: &Array2<f32>) -> (f32, f32) {
     (worst, diff)
 }
 
-const EMBEDDING_MODELS: [&str; 11] = [
+const EMBEDDING_MODELS: [&str; 12] = [
     "bert-hub",
     "bert-st5",
     "bert-multi",
@@ -76,6 +76,7 @@ const EMBEDDING_MODELS: [&str; 11] = [
     "electra-mean",
     "qwen3-embed",
     "qwen3-embed-bf16",
+    "modernbert-mean",
 ];
 
 #[test]

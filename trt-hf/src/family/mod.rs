@@ -9,10 +9,12 @@
 //! | [`roberta`] | `roberta`, `xlm-roberta`, `camembert` | positions counted from `padding_idx + 1` over non-pad tokens; post-LN | dense, tanh, linear on `<s>` |
 //! | [`distilbert`] | `distilbert` | word + absolute position; post-LN | dense, ReLU, linear on `[CLS]` |
 //! | [`mpnet`] | `mpnet` | as RoBERTa, plus a relative-position bias on every layer's scores; post-LN | dense, tanh, linear on `<s>` |
+//! | [`modernbert`] | `modernbert` | tokens, LayerNorm; pre-LN, rotary, global and sliding-window attention, gated GELU | not supported |
 //! | [`qwen3`] | `qwen3` | tokens only; pre-RMSNorm, rotary, causal grouped-query attention, gated SiLU | not supported |
 
 pub mod bert;
 pub mod distilbert;
+pub mod modernbert;
 pub mod mpnet;
 pub mod qwen3;
 pub mod roberta;
@@ -80,6 +82,7 @@ pub fn name(cfg: &ArchConfig) -> &'static str {
 pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<String> {
     let x = match (cfg.family, &cfg.rotary) {
         (Family::Qwen3, Some(rot)) => return qwen3::encoder(g, w, cfg, rot),
+        (Family::ModernBert, Some(rot)) => return modernbert::encoder(g, w, cfg, rot),
         (Family::Bert, _) => bert::embeddings(g, w, cfg)?,
         (Family::Roberta, _) => roberta::embeddings(g, w, cfg)?,
         (Family::DistilBert, _) => distilbert::embeddings(g, w, cfg)?,
