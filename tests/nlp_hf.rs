@@ -185,6 +185,58 @@ fn classifiers_match_transformers_pipelines() {
 }
 
 #[test]
+fn token_classifier_matches_the_transformers_ner_pipeline() {
+    let r = reference("bert-ner");
+    let out = tempfile::tempdir().unwrap();
+    let model = open(&fixtures().join("bert-ner"), out.path(), Precision::Fp32);
+    let d = trt_hf::Descriptor::read(out.path()).unwrap().unwrap();
+    assert_eq!((d.task, d.labels.len(), d.outputs.as_slice()), (trt_hf::ModelTask::TokenClassification, 7, &["logits".to_string()][..]));
+    assert_eq!(model.max_seq(), r["max_seq_length"].as_u64().unwrap() as usize);
+    let texts = strings(&r["texts"]);
+    // Per-token logits, special tokens included, against the model's.
+    let rows = model.pipeline().tokenize(&texts).unwrap();
+    for (i, (row, want)) in rows.iter().zip(ids(&r["input_ids"])).enumerate() {
+        assert_eq!(row.ids(), want.as_slice(), "token ids of text {i}");
+    }
+    let logits = model.run_rows(&rows, &model.select(&["logits"]).unwrap()).unwrap().tensors.remove(0);
+    let labels = model.labels().len();
+    let mut worst = 0.0f32;
+    for (i, want) in r["logits"].as_array().unwrap().iter().enumerate() {
+        let got = logits.row(i).unwrap();
+        for (t, token) in matrix(want).rows().into_iter().enumerate() {
+            for (j, &l) in token.iter().enumerate() {
+                worst = worst.max((got[t * labels + j] - l).abs());
+            }
+        }
+    }
+    println!("bert-ner: token logits within {worst:.2e}");
+    assert!(worst <= 1e-4, "token logits differ by {worst}");
+    for strategy in strings(&r["strategies"]) {
+        let agg = trt_nlp::ner::Aggregation::named(&strategy).unwrap();
+        let got = model.token_classify(&texts, agg).unwrap();
+        let want = r["entities"][&strategy].as_array().unwrap();
+        let (mut count, mut worst) = (0, 0.0f32);
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            let w = w.as_array().unwrap();
+            assert_eq!(g.len(), w.len(), "{strategy}: entities of text {i}: {g:?} vs {w:?}");
+            for (e, x) in g.iter().zip(w) {
+                let label = x.get("entity").or(x.get("entity_group")).unwrap().as_str().unwrap();
+                let at = |k: &str| x[k].as_u64().map(|v| v as usize);
+                assert_eq!(
+                    (e.label.as_str(), e.word.as_str(), Some(e.start), Some(e.end), e.index),
+                    (label, x["word"].as_str().unwrap(), at("start"), at("end"), at("index")),
+                    "{strategy}: text {i}"
+                );
+                worst = worst.max((e.score - x["score"].as_f64().unwrap() as f32).abs());
+                count += 1;
+            }
+        }
+        println!("bert-ner {strategy}: {count} entities equal, scores within {worst:.2e}");
+        assert!(worst <= 1e-4, "{strategy}: scores differ by {worst}");
+    }
+}
+
+#[test]
 fn cross_encoder_scores_match_sentence_transformers() {
     let r = reference("roberta-cross-encoder");
     let out = tempfile::tempdir().unwrap();

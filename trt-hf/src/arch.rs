@@ -90,6 +90,8 @@ pub enum Task {
     Encoder,
     /// `*ForSequenceClassification`: classifiers and cross-encoders.
     SequenceClassification,
+    /// `*ForTokenClassification`: a label per token (named entities).
+    TokenClassification,
 }
 
 /// A folder's `config.json`, in one shape for every family.
@@ -185,6 +187,7 @@ impl ArchConfig {
         let architecture = f.opt_strings("architectures")?.and_then(|a| a.into_iter().next());
         let task = match architecture.as_deref() {
             Some(a) if a.ends_with("ForSequenceClassification") => Task::SequenceClassification,
+            Some(a) if a.ends_with("ForTokenClassification") => Task::TokenClassification,
             _ => Task::Encoder,
         };
         if matches!(family, Family::ModernBert | Family::Qwen3) {

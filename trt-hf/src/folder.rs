@@ -32,6 +32,8 @@ pub enum ModelTask {
     Embedding,
     /// Logits per text (or per text pair, for cross-encoders).
     Classification,
+    /// Logits per token (`[batch, sequence, labels]`): named entities.
+    TokenClassification,
 }
 
 /// A HuggingFace model folder, read.
@@ -103,11 +105,13 @@ impl HfFolder {
 
     /// What the model answers: a `*ForSequenceClassification` checkpoint
     /// classifies (a classifier, or a cross-encoder, whose sentence-transformers
-    /// 5+ folder has a `modules.json` with a Transformer alone); anything with
-    /// a Pooling module, and bare encoders, embed.
+    /// 5+ folder has a `modules.json` with a Transformer alone), a
+    /// `*ForTokenClassification` one labels tokens; anything with a Pooling
+    /// module, and bare encoders, embed.
     pub fn task(&self) -> ModelTask {
         match self.arch.task {
             Task::SequenceClassification if self.sentence.pooling().is_none() => ModelTask::Classification,
+            Task::TokenClassification if self.sentence.pooling().is_none() => ModelTask::TokenClassification,
             _ => ModelTask::Embedding,
         }
     }

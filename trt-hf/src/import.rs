@@ -37,7 +37,7 @@ pub const FORMAT: u32 = 1;
 pub const EMBEDDING_OUTPUT: &str = "embedding";
 /// The output holding every token's state (FLOAT `[batch, sequence, hidden]`).
 pub const TOKENS_OUTPUT: &str = "last_hidden_state";
-/// A classifier's output (FLOAT `[batch, labels]`).
+/// A classifier's output (FLOAT `[batch, labels]`; a token classifier's `[batch, sequence, labels]`).
 pub const LOGITS_OUTPUT: &str = "logits";
 
 /// The precision of the written graph.
@@ -271,6 +271,11 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
             g.output(&logits, LOGITS_OUTPUT, &[Dim::Named("batch"), Dim::Fixed(arch.labels.len())]);
             outputs.push(LOGITS_OUTPUT.to_string());
         }
+        ModelTask::TokenClassification => {
+            let logits = family::token_classifier(&mut g, &weights, arch, &hidden)?;
+            g.output(&logits, LOGITS_OUTPUT, &[Dim::Named("batch"), Dim::Named("sequence"), Dim::Fixed(arch.labels.len())]);
+            outputs.push(LOGITS_OUTPUT.to_string());
+        }
         ModelTask::Embedding => {
             let config = folder.dir.join("modules.json");
             let (e, dim) = sentence::apply(&mut g, &hidden, arch.hidden, &folder.sentence.modules, arch.max_positions, &config)?;
@@ -310,7 +315,11 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
         default_prompt_name: folder.sentence.default_prompt_name.clone(),
         similarity_fn_name: folder.sentence.similarity_fn_name.clone(),
         activation: folder.activation(),
-        labels: if arch.task == Task::SequenceClassification { arch.labels.clone() } else { Vec::new() },
+        labels: if matches!(arch.task, Task::SequenceClassification | Task::TokenClassification) {
+            arch.labels.clone()
+        } else {
+            Vec::new()
+        },
         source_sha256: digest,
     };
     Ok((model, descriptor))
@@ -371,6 +380,7 @@ impl Descriptor {
         let dims = |name: &str| match name {
             EMBEDDING_OUTPUT => self.embedding_dim.unwrap_or(self.hidden_size).to_string(),
             TOKENS_OUTPUT => format!("-1, {}", self.hidden_size),
+            LOGITS_OUTPUT if self.task == ModelTask::TokenClassification => format!("-1, {}", self.labels.len().max(1)),
             _ => self.labels.len().max(1).to_string(),
         };
         let outputs: Vec<String> =

@@ -9,6 +9,7 @@
 //! | [`TokenizerPipeline::tokenize_pairs`] | text pairs for cross-encoders (segments, `token_type_ids`, [`PairTruncation`]) |
 //! | [`TokenRow`] | one text's tokens, owned: tokenize at one moment ([`TokenizerPipeline::tokenize`]), pack into a batch later ([`TokenizerPipeline::pack`]) |
 //! | [`TextModel`] | texts in, answers out: `embed`, `classify`, or any [`Selection`] of raw and pooled outputs as [`OutputRows`]; its [`Head`] holds labels, pooling, normalisation |
+//! | [`ner`] | token classification: entities by transformers' five aggregation strategies ([`TextModel::token_classify`]) |
 //! | [`Embedder`], [`Classifier`] | a [`TextModel`] checked for hidden states, or for logits |
 //! | [`tensor`] | models over named tensors of any element type (no tokenizer): [`TensorBackend`](tensor::TensorBackend) on ONNX Runtime or TensorRT |
 //! | [`batching`] | dynamic batching: a [`Scheduler`](batching::Scheduler) over a [`Backend`] for many threads and tasks |
@@ -94,6 +95,7 @@ mod error;
 mod fast_path;
 mod layout;
 mod model_folder;
+pub mod ner;
 mod options;
 mod parallel;
 mod pipeline;

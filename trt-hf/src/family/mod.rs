@@ -11,6 +11,9 @@
 //! | [`mpnet`] | `mpnet` | as RoBERTa, plus a relative-position bias on every layer's scores; post-LN | dense, tanh, linear on `<s>` |
 //! | [`modernbert`] | `modernbert` | tokens, LayerNorm; pre-LN, rotary, global and sliding-window attention, gated GELU | not supported |
 //! | [`qwen3`] | `qwen3` | tokens only; pre-RMSNorm, rotary, causal grouped-query attention, gated SiLU | not supported |
+//!
+//! `*ForTokenClassification` checkpoints of the BERT-like families all put
+//! `classifier` on every token's state ([`token_classifier`]).
 
 pub mod bert;
 pub mod distilbert;
@@ -115,6 +118,16 @@ pub fn classifier(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) ->
         Family::DistilBert => distilbert::head(g, w, cfg, hidden),
         Family::ModernBert | Family::Qwen3 => Err(no_head(w, cfg, "a sequence-classification head")),
     }
+}
+
+/// The `[B, S, labels]` logits of a `*ForTokenClassification` checkpoint:
+/// `classifier` on every token's state (the same name in every BERT-like family).
+pub fn token_classifier(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
+    if cfg.rotary.is_some() {
+        return Err(no_head(w, cfg, "a token-classification head"));
+    }
+    let (cw, cb) = head_weights(w, "classifier", cfg.labels.len(), cfg.hidden)?;
+    Ok(g.linear(hidden, &cw, Some(&cb), "head/token_classifier"))
 }
 
 /// The error for a part of a family the importer does not write.
