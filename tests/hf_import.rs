@@ -327,3 +327,19 @@ fn modernbert_hub_config_fields_read_as_transformers_5_writes_them() {
     let err = import_err(dir.path()).to_string();
     assert!(err.contains("sequence-classification head of ModernBERT"), "{err}");
 }
+
+#[test]
+fn splade_folders_are_read_and_what_they_cannot_be_is_refused() {
+    let f = HfFolder::open(&fixtures().join("splade")).unwrap();
+    assert_eq!(f.task(), ModelTask::SparseEmbedding);
+    assert_eq!(f.sentence.splade(), Some(trt_hf::st::Splade { max: true, log1p_twice: false }));
+    let dir = copy("splade");
+    edit_json(&dir.path().join("1_SpladePooling/config.json"), |c| c["pooling_strategy"] = "mean".into());
+    let err = import_err(dir.path()).to_string();
+    assert!(err.contains("1_SpladePooling/config.json") && err.contains("pooling_strategy 'mean'"), "{err}");
+    // A masked-LM Transformer alone is not a model this importer knows how to use.
+    let dir = copy("splade");
+    edit_json(&dir.path().join("modules.json"), |m| m.as_array_mut().unwrap().truncate(1));
+    let err = import_err(dir.path()).to_string();
+    assert!(err.contains("without SpladePooling"), "{err}");
+}

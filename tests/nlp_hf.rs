@@ -237,6 +237,55 @@ fn token_classifier_matches_the_transformers_ner_pipeline() {
 }
 
 #[test]
+fn splade_matches_the_sparse_encoder() {
+    let r = reference("splade");
+    let out = tempfile::tempdir().unwrap();
+    let model = open(&fixtures().join("splade"), out.path(), Precision::Fp32);
+    let d = trt_hf::Descriptor::read(out.path()).unwrap().unwrap();
+    assert_eq!((d.task, d.embedding_dim), (trt_hf::ModelTask::SparseEmbedding, Some(480)));
+    assert_eq!(model.max_seq(), r["max_seq_length"].as_u64().unwrap() as usize);
+    let texts = strings(&r["texts"]);
+    let rows = model.pipeline().tokenize(&texts).unwrap();
+    for (i, (row, want)) in rows.iter().zip(ids(&r["input_ids"])).enumerate() {
+        assert_eq!(row.ids(), want.as_slice(), "token ids of text {i}");
+    }
+    for precision in [Precision::Fp32, Precision::Fp16] {
+        let out = tempfile::tempdir().unwrap();
+        let model = open(&fixtures().join("splade"), out.path(), precision);
+        let got = model.sparse_embed(&texts).unwrap();
+        let (mut worst, mut nnz, mut index_mismatches) = (0.0f32, 0, 0);
+        for (i, (g, w)) in got.iter().zip(r["sparse"].as_array().unwrap()).enumerate() {
+            let want: Vec<(u32, f32)> = w["indices"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(w["values"].as_array().unwrap())
+                .map(|(i, v)| (i.as_u64().unwrap() as u32, v.as_f64().unwrap() as f32))
+                .collect();
+            let same = g.iter().map(|e| e.0).eq(want.iter().map(|e| e.0));
+            if precision == Precision::Fp32 {
+                assert!(
+                    same,
+                    "text {i}: indices {:?} vs {:?}",
+                    g.iter().map(|e| e.0).collect::<Vec<_>>(),
+                    want.iter().map(|e| e.0).collect::<Vec<_>>()
+                );
+            }
+            index_mismatches += usize::from(!same);
+            // Values compared at every index either side has.
+            let value = |v: &[(u32, f32)], k: u32| v.iter().find(|e| e.0 == k).map_or(0.0, |e| e.1);
+            for k in g.iter().chain(&want).map(|e| e.0) {
+                worst = worst.max((value(g, k) - value(&want, k)).abs());
+            }
+            nnz += want.len();
+        }
+        println!("splade {precision:?}: {nnz} non-zeros, values within {worst:.2e}, texts with other indices {index_mismatches}");
+        let bound = if precision == Precision::Fp32 { 1e-4 } else { 2e-2 };
+        assert!(worst <= bound, "{precision:?}: values differ by {worst}");
+    }
+}
+
+#[test]
 fn cross_encoder_scores_match_sentence_transformers() {
     let r = reference("roberta-cross-encoder");
     let out = tempfile::tempdir().unwrap();

@@ -34,6 +34,8 @@ pub enum ModelTask {
     Classification,
     /// Logits per token (`[batch, sequence, labels]`): named entities.
     TokenClassification,
+    /// A vocabulary-sized sparse vector per text (SPLADE).
+    SparseEmbedding,
 }
 
 /// A HuggingFace model folder, read.
@@ -91,6 +93,13 @@ impl HfFolder {
         } else {
             (None, None, None)
         };
+        if sentence.transformer_task.as_deref() == Some("fill-mask") && sentence.splade().is_none() {
+            return Err(Error::Unsupported {
+                path: dir.join("modules.json"),
+                what: "a masked-LM Transformer (transformer_task fill-mask) without SpladePooling".into(),
+                supported: vec!["MLMTransformer followed by SpladePooling (a SPLADE sparse encoder)".into()],
+            });
+        }
         if let Some((_, false)) = sentence.pooling() {
             if !sentence.prompts.is_empty() {
                 return Err(Error::Unsupported {
@@ -106,9 +115,13 @@ impl HfFolder {
     /// What the model answers: a `*ForSequenceClassification` checkpoint
     /// classifies (a classifier, or a cross-encoder, whose sentence-transformers
     /// 5+ folder has a `modules.json` with a Transformer alone), a
-    /// `*ForTokenClassification` one labels tokens; anything with a Pooling
+    /// `*ForTokenClassification` one labels tokens, a SPLADE sparse encoder
+    /// gives sparse vectors; anything with a Pooling
     /// module, and bare encoders, embed.
     pub fn task(&self) -> ModelTask {
+        if self.sentence.splade().is_some() {
+            return ModelTask::SparseEmbedding;
+        }
         match self.arch.task {
             Task::SequenceClassification if self.sentence.pooling().is_none() => ModelTask::Classification,
             Task::TokenClassification if self.sentence.pooling().is_none() => ModelTask::TokenClassification,

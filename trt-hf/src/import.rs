@@ -5,7 +5,7 @@
 //!
 //! | file written | what |
 //! |---|---|
-//! | `model.onnx` | the graph, FP32 or FP16 ([`Precision`]); inputs INT32 `[batch, sequence]`; outputs FLOAT |
+//! | `model.onnx` | the graph, FP32 or FP16 ([`Precision`]); inputs INT32 `[batch, sequence]`; outputs FLOAT: `embedding` and `last_hidden_state`, `logits` (`[batch, labels]`, or `[batch, sequence, labels]` for token classifiers), or `sparse` (SPLADE) |
 //! | `tokenizer.json` | the folder's, with a Lowercase normalizer first where `do_lower_case` asks for it |
 //! | `config.json` | the folder's (labels) |
 //! | `trt_model.json` | the [`Descriptor`] |
@@ -37,6 +37,8 @@ pub const FORMAT: u32 = 1;
 pub const EMBEDDING_OUTPUT: &str = "embedding";
 /// The output holding every token's state (FLOAT `[batch, sequence, hidden]`).
 pub const TOKENS_OUTPUT: &str = "last_hidden_state";
+/// A sparse encoder's output (FLOAT `[batch, vocab]`, mostly zeros).
+pub const SPARSE_OUTPUT: &str = "sparse";
 /// A classifier's output (FLOAT `[batch, labels]`; a token classifier's `[batch, sequence, labels]`).
 pub const LOGITS_OUTPUT: &str = "logits";
 
@@ -276,6 +278,15 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
             g.output(&logits, LOGITS_OUTPUT, &[Dim::Named("batch"), Dim::Named("sequence"), Dim::Fixed(arch.labels.len())]);
             outputs.push(LOGITS_OUTPUT.to_string());
         }
+        ModelTask::SparseEmbedding => {
+            let logits = family::mlm_head(&mut g, &weights, arch, &hidden)?;
+            let splade = folder.sentence.splade().unwrap_or(crate::st::Splade { max: true, log1p_twice: false });
+            let sparse = sentence::splade(&mut g, &logits, splade);
+            g.output(&sparse, SPARSE_OUTPUT, &[Dim::Named("batch"), Dim::Fixed(arch.vocab_size)]);
+            outputs.push(SPARSE_OUTPUT.to_string());
+            embedding_dim = Some(arch.vocab_size);
+            pooling = vec![format!("splade_{}", if splade.max { "max" } else { "sum" })];
+        }
         ModelTask::Embedding => {
             let config = folder.dir.join("modules.json");
             let (e, dim) = sentence::apply(&mut g, &hidden, arch.hidden, &folder.sentence.modules, arch.max_positions, &config)?;
@@ -378,7 +389,7 @@ impl Descriptor {
     /// batching up to `max_batch` texts.
     pub fn text_model_config(&self, max_batch: usize) -> String {
         let dims = |name: &str| match name {
-            EMBEDDING_OUTPUT => self.embedding_dim.unwrap_or(self.hidden_size).to_string(),
+            EMBEDDING_OUTPUT | SPARSE_OUTPUT => self.embedding_dim.unwrap_or(self.hidden_size).to_string(),
             TOKENS_OUTPUT => format!("-1, {}", self.hidden_size),
             LOGITS_OUTPUT if self.task == ModelTask::TokenClassification => format!("-1, {}", self.labels.len().max(1)),
             _ => self.labels.len().max(1).to_string(),

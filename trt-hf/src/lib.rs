@@ -48,6 +48,6 @@ pub use error::{Error, Result};
 pub use folder::{is_hf_folder, HfFolder, ModelTask, ScoreActivation};
 pub use import::{
     build, default_cache, import, import_cached, Descriptor, ImportOptions, Precision, DESCRIPTOR, EMBEDDING_OUTPUT, FORMAT, LOGITS_OUTPUT,
-    TOKENS_OUTPUT,
+    SPARSE_OUTPUT, TOKENS_OUTPUT,
 };
 pub use json::Fields;

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use crate::graph::{attr_int, Graph};
-use crate::st::{Act, Dense, Module, PoolingMode};
+use crate::st::{Act, Dense, Module, PoolingMode, Splade};
 use crate::weights::Weights;
 use crate::{Error, Result};
 
@@ -40,6 +40,7 @@ fn apply_modules(
             (_, None) => return Err(Error::config(config, "modules", "a Dense or Normalize module before any Pooling")),
             (Module::Dense(d), Some((v, n))) => (dense(g, &v, n, d)?, d.out_features),
             (Module::Normalize, Some((v, n))) => (normalize(g, &v), n),
+            (Module::Splade(_), _) => return Err(Error::config(config, "modules", "SpladePooling among the modules of a dense embedding")),
         });
     }
     // No Pooling module: sentence-transformers' default for a plain transformer is mean pooling.
@@ -151,6 +152,32 @@ fn dense(g: &mut Graph, x: &str, n: usize, d: &Dense) -> Result<String> {
         Act::Gelu => g.activation(&y, crate::arch::Activation::Gelu, "dense"),
         Act::Silu => g.activation(&y, crate::arch::Activation::Silu, "dense"),
         Act::Sigmoid => g.op("Sigmoid", "dense/Sigmoid", &[&y], vec![]),
+    })
+}
+
+/// SPLADE's `[B, vocab]` vector from masked-LM logits `[B, S, vocab]`:
+/// `log1p(relu(logits))` (twice `log1p` for `log1p_relu`), padded positions
+/// zeroed, then the max (or sum) over positions; all FP32. `log1p(x)` is
+/// written `log(1 + x)`: the same to within FP32's rounding of `1 + x`
+/// (absolute error below 1e-7 at the values relu leaves).
+pub fn splade(g: &mut Graph, logits: &str, s: Splade) -> String {
+    g.in_fp32(|g| {
+        let one = g.scalar(1.0);
+        let mut v = g.op("Relu", "splade/Relu", &[logits], vec![]);
+        for pass in 0..if s.log1p_twice { 2 } else { 1 } {
+            let p = g.op("Add", &format!("splade/log1p{pass}/Add"), &[&v, &one], vec![]);
+            v = g.op("Log", &format!("splade/log1p{pass}/Log"), &[&p], vec![]);
+        }
+        let mask = g.op("Cast", "splade/mask/Cast", &["attention_mask"], vec![attr_int("to", 1)]);
+        let axis2 = g.ints("splade/axis2", &[1], &[2]);
+        let mask = g.op("Unsqueeze", "splade/mask/Unsqueeze", &[&mask, &axis2], vec![]);
+        let v = g.op("Mul", "splade/Mask", &[&v, &mask], vec![]);
+        if s.max {
+            g.op("ReduceMax", "splade/ReduceMax", &[&v], vec![attr_ints_axes(&[1]), attr_int("keepdims", 0)])
+        } else {
+            let axis1 = g.ints("splade/axis1", &[1], &[1]);
+            g.op("ReduceSum", "splade/ReduceSum", &[&v, &axis1], vec![attr_int("keepdims", 0)])
+        }
     })
 }
 

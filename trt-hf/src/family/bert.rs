@@ -70,3 +70,26 @@ pub fn electra_head(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) 
     let (ow, ob) = head_weights(w, "classifier.out_proj", cfg.labels.len(), h)?;
     Ok(g.linear(&x, &ow, Some(&ob), "head/out_proj"))
 }
+
+/// BertForMaskedLM's head: `[B, S, vocab]` logits from
+/// `cls.predictions.transform` (dense, the config's activation, LayerNorm)
+/// and the decoder, whose weight is tied to the word embeddings unless the
+/// checkpoint stores `cls.predictions.decoder.weight`.
+pub fn mlm_head(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
+    let h = cfg.hidden;
+    let (dw, db) = head_weights(w, "cls.predictions.transform.dense", h, h)?;
+    let x = g.linear(hidden, &dw, Some(&db), "mlm/transform/dense");
+    let x = g.activation(&x, cfg.act, "mlm/transform");
+    let (lw, lb) =
+        (w.get_exact("cls.predictions.transform.LayerNorm.weight", &[h])?, w.get_exact("cls.predictions.transform.LayerNorm.bias", &[h])?);
+    let x = g.layer_norm(&x, &lw, &lb, cfg.layer_norm_eps, "mlm/transform/LayerNorm");
+    let decoder = match w.has_exact("cls.predictions.decoder.weight") {
+        true => w.get_exact("cls.predictions.decoder.weight", &[cfg.vocab_size, h])?,
+        false => w.get("embeddings.word_embeddings.weight", &[cfg.vocab_size, h])?,
+    };
+    let bias = match w.has_exact("cls.predictions.bias") {
+        true => w.get_exact("cls.predictions.bias", &[cfg.vocab_size])?,
+        false => w.get_exact("cls.predictions.decoder.bias", &[cfg.vocab_size])?,
+    };
+    Ok(g.linear(&x, &decoder, Some(&bias), "mlm/decoder"))
+}

@@ -13,7 +13,8 @@
 //! | [`qwen3`] | `qwen3` | tokens only; pre-RMSNorm, rotary, causal grouped-query attention, gated SiLU | not supported |
 //!
 //! `*ForTokenClassification` checkpoints of the BERT-like families all put
-//! `classifier` on every token's state ([`token_classifier`]).
+//! `classifier` on every token's state ([`token_classifier`]); the masked-LM
+//! head SPLADE reads is BERT's ([`mlm_head`]).
 
 pub mod bert;
 pub mod distilbert;
@@ -128,6 +129,18 @@ pub fn token_classifier(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &s
     }
     let (cw, cb) = head_weights(w, "classifier", cfg.labels.len(), cfg.hidden)?;
     Ok(g.linear(hidden, &cw, Some(&cb), "head/token_classifier"))
+}
+
+/// The `[B, S, vocab]` logits of a `*ForMaskedLM` checkpoint (SPLADE's input).
+pub fn mlm_head(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
+    match cfg.family {
+        Family::Bert if cfg.model_type == "bert" => bert::mlm_head(g, w, cfg, hidden),
+        _ => Err(Error::Unsupported {
+            path: w.path().with_file_name("config.json"),
+            what: format!("a masked-LM head of {} ({})", name(cfg), cfg.architecture.as_deref().unwrap_or(&cfg.model_type)),
+            supported: vec!["BertForMaskedLM (model_type bert)".into()],
+        }),
+    }
 }
 
 /// The error for a part of a family the importer does not write.
