@@ -286,6 +286,51 @@ fn splade_matches_the_sparse_encoder() {
 }
 
 #[test]
+fn qwen3_reranker_matches_the_model_cards_scores() {
+    let r = reference("qwen3-reranker");
+    let out = tempfile::tempdir().unwrap();
+    let model = open(&fixtures().join("qwen3-reranker"), out.path(), Precision::Fp32);
+    let format = model.head().rerank.clone().expect("the import records the reranker's prompt");
+    let text = |k: &str| r[k].as_str().unwrap().to_string();
+    assert_eq!(
+        (&format.prefix, &format.template, &format.suffix, &format.instruction),
+        (&text("prefix"), &text("template"), &text("suffix"), &text("instruction"))
+    );
+    assert_eq!(model.labels().name(0), "yes");
+    let pairs: Vec<(String, String)> =
+        r["pairs"].as_array().unwrap().iter().map(|p| (p[0].as_str().unwrap().into(), p[1].as_str().unwrap().into())).collect();
+    let max_length = r["max_seq_length"].as_u64().unwrap() as usize;
+    let mut rows = Vec::new();
+    for (i, ((q, d), want)) in pairs.iter().zip(strings(&r["formatted"])).enumerate() {
+        assert_eq!(trt_nlp::rerank::rerank_prompt(&format.template, &format.instruction, q, d), want, "formatted pair {i}");
+        rows.extend(model.rerank_rows(q, &[d], None, Some(max_length)).unwrap());
+    }
+    for (i, (row, want)) in rows.iter().zip(ids(&r["input_ids"])).enumerate() {
+        assert_eq!(row.ids(), want.as_slice(), "token ids of pair {i}");
+    }
+    for precision in [Precision::Fp32, Precision::Fp16] {
+        let out = tempfile::tempdir().unwrap();
+        let model = open(&fixtures().join("qwen3-reranker"), out.path(), precision);
+        let logits = model.run_rows(&rows, &model.logits().unwrap()).unwrap().tensors.remove(0);
+        let (yes, no) = (r["yes_logits"].as_array().unwrap(), r["no_logits"].as_array().unwrap());
+        let (mut d_logits, mut d_scores) = (0.0f32, 0.0f32);
+        for (i, want) in r["scores"].as_array().unwrap().iter().enumerate() {
+            let l = logits.row(i).unwrap();
+            d_logits = d_logits.max((l[0] - yes[i].as_f64().unwrap() as f32).abs()).max((l[1] - no[i].as_f64().unwrap() as f32).abs());
+            let score = 1.0 / (1.0 + (l[1] - l[0]).exp());
+            d_scores = d_scores.max((score - want.as_f64().unwrap() as f32).abs());
+        }
+        println!("qwen3-reranker {precision:?}: yes/no logits within {d_logits:.2e}, scores within {d_scores:.2e}");
+        let bound = if precision == Precision::Fp32 { 1e-4 } else { 1e-2 };
+        assert!(d_logits <= bound && d_scores <= bound, "{precision:?}: logits {d_logits}, scores {d_scores}");
+    }
+    // The one-call form, at the format's own length (256 here: pair 0 is cut at neither).
+    let (q, d) = &pairs[0];
+    let score = model.rerank_scores(q, &[d], None).unwrap()[0];
+    assert!((score - r["scores"][0].as_f64().unwrap() as f32).abs() <= 1e-4, "{score}");
+}
+
+#[test]
 fn cross_encoder_scores_match_sentence_transformers() {
     let r = reference("roberta-cross-encoder");
     let out = tempfile::tempdir().unwrap();

@@ -92,6 +92,8 @@ pub enum Task {
     SequenceClassification,
     /// `*ForTokenClassification`: a label per token (named entities).
     TokenClassification,
+    /// `*ForCausalLM`: a decoder with its LM head (used as a yes/no reranker).
+    CausalLm,
 }
 
 /// A folder's `config.json`, in one shape for every family.
@@ -188,6 +190,7 @@ impl ArchConfig {
         let task = match architecture.as_deref() {
             Some(a) if a.ends_with("ForSequenceClassification") => Task::SequenceClassification,
             Some(a) if a.ends_with("ForTokenClassification") => Task::TokenClassification,
+            Some(a) if a.ends_with("ForCausalLM") => Task::CausalLm,
             _ => Task::Encoder,
         };
         if matches!(family, Family::ModernBert | Family::Qwen3) {

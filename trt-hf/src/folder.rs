@@ -115,7 +115,8 @@ impl HfFolder {
     /// What the model answers: a `*ForSequenceClassification` checkpoint
     /// classifies (a classifier, or a cross-encoder, whose sentence-transformers
     /// 5+ folder has a `modules.json` with a Transformer alone), a
-    /// `*ForTokenClassification` one labels tokens, a SPLADE sparse encoder
+    /// `*ForTokenClassification` one labels tokens, a `*ForCausalLM` one is a
+    /// yes/no reranker (two logits), a SPLADE sparse encoder
     /// gives sparse vectors; anything with a Pooling
     /// module, and bare encoders, embed.
     pub fn task(&self) -> ModelTask {
@@ -125,6 +126,8 @@ impl HfFolder {
         match self.arch.task {
             Task::SequenceClassification if self.sentence.pooling().is_none() => ModelTask::Classification,
             Task::TokenClassification if self.sentence.pooling().is_none() => ModelTask::TokenClassification,
+            // A causal LM scores pairs through two of its logits: a two-label classifier.
+            Task::CausalLm if self.sentence.pooling().is_none() => ModelTask::Classification,
             _ => ModelTask::Embedding,
         }
     }

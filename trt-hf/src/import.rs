@@ -23,6 +23,7 @@ use trt_onnx::graph::WeightStorage;
 use crate::arch::Task;
 use crate::folder::{HfFolder, ModelTask, ScoreActivation};
 use crate::graph::{Dim, Graph};
+use crate::rerank::RerankFormat;
 use crate::st::Module;
 use crate::weights::Weights;
 use crate::{family, sentence, Error, Result};
@@ -112,6 +113,9 @@ pub struct Descriptor {
     pub labels: Vec<String>,
     /// SHA-256 of what the import read.
     pub source_sha256: String,
+    /// How pairs become a causal-LM reranker's input (a reranker only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<RerankFormat>,
 }
 
 impl Descriptor {
@@ -266,8 +270,23 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
     let hidden = family::encoder(&mut g, &weights, arch)?;
     let task = folder.task();
     let (mut outputs, mut embedding_dim, mut pooling) = (Vec::new(), None, Vec::new());
+    let (mut labels, mut rerank) = (Vec::new(), None);
+    if matches!(arch.task, Task::SequenceClassification | Task::TokenClassification) {
+        labels = arch.labels.clone();
+    }
     let batch_seq_hidden = [Dim::Named("batch"), Dim::Named("sequence"), Dim::Fixed(arch.hidden)];
     match task {
+        ModelTask::Classification if arch.task == Task::CausalLm => {
+            let format = match arch.family {
+                crate::Family::Qwen3 => RerankFormat::qwen3(folder.max_seq_length()),
+                _ => return Err(family::unsupported_head(&weights, arch, "a causal LM as a reranker")),
+            };
+            let logits = crate::rerank::head(&mut g, &weights, arch, &hidden, &folder.tokenizer, &format)?;
+            g.output(&logits, LOGITS_OUTPUT, &[Dim::Named("batch"), Dim::Fixed(2)]);
+            outputs.push(LOGITS_OUTPUT.to_string());
+            labels = vec![format.yes_token.clone(), format.no_token.clone()];
+            rerank = Some(format);
+        }
         ModelTask::Classification => {
             let logits = family::classifier(&mut g, &weights, arch, &hidden)?;
             g.output(&logits, LOGITS_OUTPUT, &[Dim::Named("batch"), Dim::Fixed(arch.labels.len())]);
@@ -325,13 +344,11 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
         prompts: folder.sentence.prompts.clone(),
         default_prompt_name: folder.sentence.default_prompt_name.clone(),
         similarity_fn_name: folder.sentence.similarity_fn_name.clone(),
-        activation: folder.activation(),
-        labels: if matches!(arch.task, Task::SequenceClassification | Task::TokenClassification) {
-            arch.labels.clone()
-        } else {
-            Vec::new()
-        },
+        // A reranker's score is P(yes): the softmax over its two logits.
+        activation: if rerank.is_some() { ScoreActivation::Softmax } else { folder.activation() },
+        labels,
         source_sha256: digest,
+        rerank,
     };
     Ok((model, descriptor))
 }
@@ -376,7 +393,7 @@ fn write_tokenizer(folder: &HfFolder, to: &Path) -> Result<()> {
 }
 
 /// The id of `token` in a `tokenizer.json`: an added token's, else the model vocabulary's.
-fn token_id(t: &serde_json::Value, token: &str) -> Option<u64> {
+pub(crate) fn token_id(t: &serde_json::Value, token: &str) -> Option<u64> {
     let added = t.get("added_tokens").and_then(|a| a.as_array()).and_then(|a| {
         a.iter().find(|e| e.get("content").and_then(|c| c.as_str()) == Some(token)).and_then(|e| e.get("id")).and_then(|i| i.as_u64())
     });

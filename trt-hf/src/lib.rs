@@ -11,6 +11,7 @@
 //! | graph | [`graph`] | the ONNX builder: linear, LayerNorm, activations, attention |
 //! | graph | [`family`] | one module per architecture family: embeddings, layer names, classification heads |
 //! | graph | [`sentence`] | pooling, Dense and normalisation inside the graph |
+//! | graph | [`rerank`] | a causal LM as a yes/no reranker (Qwen3-Reranker's prompt and head) |
 //! | out | [`import()`], [`import_cached`] | the servable folder: `model.onnx`, tokenizer, labels, [`Descriptor`] |
 //!
 //! The graph is the plain form: opset 17 operators that ONNX Runtime runs
@@ -38,6 +39,7 @@ pub mod graph;
 pub mod hub;
 mod import;
 mod json;
+pub mod rerank;
 mod rotary_config;
 pub mod sentence;
 pub mod st;

@@ -103,21 +103,7 @@ fn pool(g: &mut Graph, hidden: &str, dim: usize, modes: &[PoolingMode], max_posi
                 let total = g.op("Max", "pooling/weightedmean/Clamp", &[&total, &eps], vec![]);
                 g.op("Div", "pooling/weightedmean/Div", &[&sum, &total], vec![])
             }
-            PoolingMode::LastToken => {
-                // The last attended position: max over positions 0..S-1 of position * mask,
-                // picked by a one-hot row (exact: every other token is multiplied by 0).
-                let table: Vec<f32> = (0..max_positions).map(|p| p as f32).collect();
-                let table = g.floats("pooling/lasttoken/positions", &[max_positions], &table);
-                let len = g.seq_len("attention_mask");
-                let positions = g.leading(&table, &len, &[0], "pooling/lasttoken/positions");
-                let pm = g.op("Mul", "pooling/lasttoken/Mul", &[&mask, &positions], vec![]);
-                let last = g.op("ReduceMax", "pooling/lasttoken/ReduceMax", &[&pm], vec![attr_ints_axes(&[1]), attr_int("keepdims", 1)]);
-                let hit = g.op("Equal", "pooling/lasttoken/Equal", &[&positions, &last], vec![]);
-                let onehot = g.op("Cast", "pooling/lasttoken/Cast", &[&hit], vec![attr_int("to", 1)]);
-                let onehot3 = g.op("Unsqueeze", "pooling/lasttoken/Unsqueeze", &[&onehot, &axis2], vec![]);
-                let h = g.op("Mul", "pooling/lasttoken/Pick", &[hidden, &onehot3], vec![]);
-                g.op("ReduceSum", "pooling/lasttoken/Sum", &[&h, &axis1], vec![attr_int("keepdims", 0)])
-            }
+            PoolingMode::LastToken => last_token(g, hidden, max_positions),
         };
         parts.push(part);
     }
@@ -129,6 +115,27 @@ fn pool(g: &mut Graph, hidden: &str, dim: usize, modes: &[PoolingMode], max_posi
         g.op("Concat", "pooling/Concat", &refs, vec![attr_int("axis", 1)])
     };
     (out, dim * n)
+}
+
+/// `[B, H]`: the state of each row's last attended position (what
+/// `lasttoken` pooling takes, and where a decoder's next-token logits are
+/// read): the max over positions 0..S-1 of position * mask, picked by a
+/// one-hot row (exact: every other token is multiplied by 0).
+pub fn last_token(g: &mut Graph, hidden: &str, max_positions: usize) -> String {
+    let mask = g.op("Cast", "lasttoken/mask/Cast", &["attention_mask"], vec![attr_int("to", 1)]);
+    let table: Vec<f32> = (0..max_positions).map(|p| p as f32).collect();
+    let table = g.floats("lasttoken/positions", &[max_positions], &table);
+    let len = g.seq_len("attention_mask");
+    let positions = g.leading(&table, &len, &[0], "lasttoken/positions");
+    let pm = g.op("Mul", "lasttoken/Mul", &[&mask, &positions], vec![]);
+    let last = g.op("ReduceMax", "lasttoken/ReduceMax", &[&pm], vec![attr_ints_axes(&[1]), attr_int("keepdims", 1)]);
+    let hit = g.op("Equal", "lasttoken/Equal", &[&positions, &last], vec![]);
+    let onehot = g.op("Cast", "lasttoken/Cast", &[&hit], vec![attr_int("to", 1)]);
+    let axis2 = g.ints("lasttoken/axis2", &[1], &[2]);
+    let onehot3 = g.op("Unsqueeze", "lasttoken/Unsqueeze", &[&onehot, &axis2], vec![]);
+    let h = g.op("Mul", "lasttoken/Pick", &[hidden, &onehot3], vec![]);
+    let axis1 = g.ints("lasttoken/axis1", &[1], &[1]);
+    g.op("ReduceSum", "lasttoken/Sum", &[&h, &axis1], vec![attr_int("keepdims", 0)])
 }
 
 /// ReduceMax takes its axes as an attribute until opset 18.

@@ -144,6 +144,10 @@ pub fn mlm_head(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> R
 }
 
 /// The error for a part of a family the importer does not write.
+pub(crate) fn unsupported_head(w: &Weights, cfg: &ArchConfig, what: &str) -> Error {
+    no_head(w, cfg, what)
+}
+
 fn no_head(w: &Weights, cfg: &ArchConfig, what: &str) -> Error {
     Error::Unsupported {
         path: w.path().with_file_name("config.json"),
