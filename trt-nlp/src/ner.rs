@@ -301,3 +301,34 @@ impl TextModel {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(index: usize, word: &str, scores: [f32; 3], span: (usize, usize), is_subword: bool) -> TokenScores {
+        TokenScores { index, word: word.into(), scores: scores.to_vec(), start: span.0, end: span.1, is_subword }
+    }
+
+    #[test]
+    fn groups_split_at_b_and_at_a_new_tag_and_drop_o() {
+        let labels = Labels::from_names(["O", "B-PER", "I-PER"]);
+        let join = |p: &[&str]| p.join("|");
+        let tokens = [
+            token(1, "ann", [0.1, 0.8, 0.1], (0, 3), false),
+            token(2, "##a", [0.1, 0.2, 0.7], (3, 4), true),
+            token(3, "met", [0.9, 0.05, 0.05], (5, 8), false),
+            token(4, "bo", [0.2, 0.3, 0.5], (9, 11), false),
+        ];
+        let simple = aggregate(&tokens, &labels, Aggregation::Simple, &["O"], &join);
+        let got: Vec<(&str, &str, usize, usize)> = simple.iter().map(|e| (e.label.as_str(), e.word.as_str(), e.start, e.end)).collect();
+        // I-PER after B-PER joins it; after O, an I-PER starts its own group.
+        assert_eq!(got, [("PER", "ann|##a", 0, 4), ("PER", "bo", 9, 11)]);
+        assert!((simple[0].score - 0.75).abs() < 1e-6);
+        // first: the word "ann##a" is labelled by its first token.
+        let first = aggregate(&tokens, &labels, Aggregation::First, &["O"], &join);
+        assert_eq!((first[0].label.as_str(), first[0].score), ("PER", 0.8));
+        let none = aggregate(&tokens, &labels, Aggregation::None, &["O"], &join);
+        assert_eq!(none.iter().map(|e| e.index.unwrap()).collect::<Vec<_>>(), [1, 2, 4]);
+    }
+}

@@ -110,3 +110,14 @@ impl TextModel {
         Ok(scores.into_inner().unwrap_or_else(PoisonError::into_inner))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::rerank_prompt;
+
+    #[test]
+    fn fields_are_filled_once_and_braces_in_the_pair_stay_text() {
+        let t = "<I>: {instruction} <Q>: {query} <D>: {doc} {other}";
+        assert_eq!(rerank_prompt(t, "judge", "a {doc} b", "c"), "<I>: judge <Q>: a {doc} b <D>: c {other}");
+    }
+}

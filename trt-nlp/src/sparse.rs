@@ -47,3 +47,11 @@ impl TextModel {
         Ok(all.into_inner().unwrap_or_else(PoisonError::into_inner))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn non_zeros_keep_their_token_ids_in_order() {
+        assert_eq!(super::non_zeros(&[0.0, 1.5, 0.0, 0.25]), vec![(1, 1.5), (3, 0.25)]);
+    }
+}
