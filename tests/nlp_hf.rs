@@ -46,6 +46,15 @@ fn ids(v: &Value) -> Vec<Vec<u32>> {
     v.as_array().unwrap().iter().map(|r| r.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect()).collect()
 }
 
+/// Each row's ids equal the reference's `want` (a list of id lists).
+fn assert_ids(what: &str, rows: &[trt_nlp::TokenRow], want: &Value) {
+    let want = ids(want);
+    assert_eq!(rows.len(), want.len(), "{what}: rows");
+    for (i, (row, want)) in rows.iter().zip(&want).enumerate() {
+        assert_eq!(row.ids(), want.as_slice(), "{what}: token ids of row {i}");
+    }
+}
+
 /// The model `src` imported into `out` at `precision`, opened on ONNX Runtime.
 fn open(src: &Path, out: &Path, precision: Precision) -> TextModel {
     trt_hf::import(src, out, &ImportOptions::default().with_precision(precision)).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
@@ -143,10 +152,7 @@ fn qwen3_query_prompt_matches_sentence_transformers() {
         let texts = strings(&r["texts"]);
         let prompt = model.head().prompts.text(Some("query")).unwrap().to_string();
         let prompted: Vec<String> = texts.iter().map(|t| format!("{prompt}{t}")).collect();
-        let rows = model.pipeline().tokenize(&prompted).unwrap();
-        for (i, (row, want)) in rows.iter().zip(ids(&r["input_ids_by_prompt"]["query"])).enumerate() {
-            assert_eq!(row.ids(), want.as_slice(), "{name}: token ids of prompted text {i}");
-        }
+        assert_ids(name, &model.pipeline().tokenize(&prompted).unwrap(), &r["input_ids_by_prompt"]["query"]);
         let got = model.embed_with_prompt(&texts, Some("query")).unwrap();
         let (cos, diff) = compare(&got, &matrix(&r["embeddings_by_prompt"]["query"]));
         println!("{name} query prompt fp32: worst cosine {cos:.7}, max abs diff {diff:.2e}");
@@ -195,9 +201,7 @@ fn token_classifier_matches_the_transformers_ner_pipeline() {
     let texts = strings(&r["texts"]);
     // Per-token logits, special tokens included, against the model's.
     let rows = model.pipeline().tokenize(&texts).unwrap();
-    for (i, (row, want)) in rows.iter().zip(ids(&r["input_ids"])).enumerate() {
-        assert_eq!(row.ids(), want.as_slice(), "token ids of text {i}");
-    }
+    assert_ids("bert-ner", &rows, &r["input_ids"]);
     let logits = model.run_rows(&rows, &model.select(&["logits"]).unwrap()).unwrap().tensors.remove(0);
     let labels = model.labels().len();
     let mut worst = 0.0f32;
@@ -245,10 +249,7 @@ fn splade_matches_the_sparse_encoder() {
     assert_eq!((d.task, d.embedding_dim), (trt_hf::ModelTask::SparseEmbedding, Some(480)));
     assert_eq!(model.max_seq(), r["max_seq_length"].as_u64().unwrap() as usize);
     let texts = strings(&r["texts"]);
-    let rows = model.pipeline().tokenize(&texts).unwrap();
-    for (i, (row, want)) in rows.iter().zip(ids(&r["input_ids"])).enumerate() {
-        assert_eq!(row.ids(), want.as_slice(), "token ids of text {i}");
-    }
+    assert_ids("splade", &model.pipeline().tokenize(&texts).unwrap(), &r["input_ids"]);
     for precision in [Precision::Fp32, Precision::Fp16] {
         let out = tempfile::tempdir().unwrap();
         let model = open(&fixtures().join("splade"), out.path(), precision);
@@ -305,9 +306,7 @@ fn qwen3_reranker_matches_the_model_cards_scores() {
         assert_eq!(trt_nlp::rerank::rerank_prompt(&format.template, &format.instruction, q, d), want, "formatted pair {i}");
         rows.extend(model.rerank_rows(q, &[d], None, Some(max_length)).unwrap());
     }
-    for (i, (row, want)) in rows.iter().zip(ids(&r["input_ids"])).enumerate() {
-        assert_eq!(row.ids(), want.as_slice(), "token ids of pair {i}");
-    }
+    assert_ids("qwen3-reranker", &rows, &r["input_ids"]);
     for precision in [Precision::Fp32, Precision::Fp16] {
         let out = tempfile::tempdir().unwrap();
         let model = open(&fixtures().join("qwen3-reranker"), out.path(), precision);

@@ -318,29 +318,20 @@ pub fn read_pooling(path: &Path) -> Result<Module> {
 /// A SpladePooling module's `config.json`.
 fn read_splade(path: &Path) -> Result<Splade> {
     let f = Fields::read(path)?;
-    let max = match f.opt_str("pooling_strategy")?.unwrap_or("max") {
-        "max" => true,
-        "sum" => false,
-        other => {
-            return Err(Error::Unsupported {
-                path: path.to_owned(),
-                what: format!("pooling_strategy '{other}'"),
-                supported: vec!["max".into(), "sum".into()],
-            })
-        }
-    };
-    let log1p_twice = match f.opt_str("activation_function")?.unwrap_or("relu") {
-        "relu" => false,
-        "log1p_relu" => true,
-        other => {
-            return Err(Error::Unsupported {
-                path: path.to_owned(),
-                what: format!("activation_function '{other}'"),
-                supported: vec!["relu".into(), "log1p_relu".into()],
-            })
-        }
-    };
-    Ok(Splade { max, log1p_twice })
+    Ok(Splade {
+        max: one_of(&f, "pooling_strategy", &["max", "sum"])? == 0,
+        log1p_twice: one_of(&f, "activation_function", &["relu", "log1p_relu"])? == 1,
+    })
+}
+
+/// Which of `options` string field `field` holds (the first when absent).
+fn one_of(f: &Fields, field: &str, options: &[&str]) -> Result<usize> {
+    let value = f.opt_str(field)?.unwrap_or(options[0]);
+    options.iter().position(|o| *o == value).ok_or_else(|| Error::Unsupported {
+        path: f.path().to_owned(),
+        what: format!("{field} '{value}'"),
+        supported: options.iter().map(|o| o.to_string()).collect(),
+    })
 }
 
 /// A Dense module's `config.json`.
