@@ -31,8 +31,9 @@ use crate::{family, sentence, Error, Result};
 /// The descriptor's file name.
 pub const DESCRIPTOR: &str = "trt_model.json";
 /// Its format; bumped when the graph or the descriptor changes meaning, so
-/// cached imports of an older importer are redone.
-pub const FORMAT: u32 = 1;
+/// cached imports of an older importer are redone. 2: token classifiers
+/// (once imported as embedding models), sparse encoders and rerankers.
+pub const FORMAT: u32 = 2;
 
 /// The output holding the sentence embedding (FLOAT `[batch, dim]`).
 pub const EMBEDDING_OUTPUT: &str = "embedding";

@@ -40,6 +40,10 @@ pub(crate) fn read(
         None if hidden % heads == 0 => hidden / heads,
         None => return Err(f.error("num_attention_heads", format!("{heads} heads do not divide the hidden size {hidden}"))),
     };
+    // ModernBERT's fused Wqkv holds three hidden-sized blocks: its heads must tile the hidden size.
+    if family == Family::ModernBert && heads * head_size != hidden {
+        return Err(f.error("head_dim", format!("{heads} heads of {head_size} do not make the hidden size {hidden}")));
+    }
     if head_size % 2 != 0 {
         return Err(f.error("head_dim", format!("{head_size}: rotary positions rotate pairs of a head's values, so it must be even")));
     }
