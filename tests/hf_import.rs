@@ -257,3 +257,89 @@ fn do_lower_case_puts_a_lowercase_normalizer_before_the_tokenizer() {
     let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("tokenizer.json")).unwrap()).unwrap();
     assert_eq!(t["normalizer"]["type"], "Lowercase");
 }
+
+/// `config.json` of a copy of `name` edited by `edit`, and the import's error.
+fn config_err(name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let dir = copy(name);
+    edit_json(&dir.path().join("config.json"), edit);
+    import_err(dir.path()).to_string()
+}
+
+/// An edit of a `config.json`.
+type Edit = fn(&mut serde_json::Value);
+
+#[test]
+fn rotary_settings_the_graph_does_not_compute_are_refused_by_name() {
+    let cases: [(Edit, &str); 6] = [
+        (|c| c["use_sliding_window"] = true.into(), "use_sliding_window true"),
+        (|c| c["rope_parameters"]["rope_type"] = "yarn".into(), "rope_parameters.rope_type 'yarn'"),
+        (|c| c["rope_scaling"] = serde_json::json!({"type": "linear", "factor": 2.0}), "rope_scaling.rope_type 'linear'"),
+        (|c| c["attention_bias"] = true.into(), "attention_bias true"),
+        (|c| c["layer_types"][1] = "sliding_attention".into(), "layer_types entry 'sliding_attention'"),
+        (|c| c["num_key_value_heads"] = 3.into(), "num_key_value_heads"),
+    ];
+    for (edit, what) in cases {
+        let err = config_err("qwen3-embed", edit);
+        assert!(err.contains("config.json") && err.contains(what), "{what}: {err}");
+    }
+}
+
+#[test]
+fn qwen3_reads_both_config_forms_and_the_pad_token() {
+    // Hub configs keep rope_theta at the top level.
+    let dir = copy("qwen3-embed");
+    edit_json(&dir.path().join("config.json"), |c| {
+        c.as_object_mut().unwrap().remove("rope_parameters");
+        c["rope_theta"] = 1000000.0.into();
+    });
+    let f = HfFolder::open(dir.path()).unwrap();
+    let rot = f.arch.rotary.clone().unwrap();
+    assert_eq!((rot.theta, rot.causal, f.arch.kv_heads, f.arch.head_dim()), (1e6, true, 2, 8));
+    assert_eq!(f.max_seq_length(), 64, "tokenizer_config.json's model_max_length");
+    // The pad token of tokenizer_config.json becomes the written tokenizer's padding.
+    let out = tempfile::tempdir().unwrap();
+    import(dir.path(), out.path(), &ImportOptions::default()).unwrap();
+    let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("tokenizer.json")).unwrap()).unwrap();
+    assert_eq!((t["padding"]["pad_id"].as_u64(), t["padding"]["pad_token"].as_str()), (Some(475), Some("<|endoftext|>")));
+}
+
+#[test]
+fn modernbert_hub_config_fields_read_as_transformers_5_writes_them() {
+    let written = HfFolder::open(&fixtures().join("modernbert-mean")).unwrap().arch.rotary.unwrap();
+    assert_eq!((written.sliding.as_slice(), written.window, written.causal), (&[false, true, false][..], 4, false));
+    assert_eq!((written.theta, written.local_theta), (160000.0, 10000.0));
+    // Hub ModernBERTs: global_attn_every_n_layers and global/local_rope_theta only.
+    let dir = copy("modernbert-mean");
+    edit_json(&dir.path().join("config.json"), |c| {
+        let o = c.as_object_mut().unwrap();
+        o.remove("layer_types");
+        o.remove("rope_parameters");
+        o.insert("global_rope_theta".into(), 160000.0.into());
+        o.insert("local_rope_theta".into(), 10000.0.into());
+    });
+    assert_eq!(HfFolder::open(dir.path()).unwrap().arch.rotary.unwrap(), written);
+    let err = config_err("modernbert-mean", |c| c["norm_bias"] = true.into());
+    assert!(err.contains("norm_bias true"), "{err}");
+    // A classifier (no sentence-transformers modules) needs a head the importer does not write.
+    let dir = copy("modernbert-mean");
+    std::fs::remove_file(dir.path().join("modules.json")).unwrap();
+    edit_json(&dir.path().join("config.json"), |c| c["architectures"][0] = "ModernBertForSequenceClassification".into());
+    let err = import_err(dir.path()).to_string();
+    assert!(err.contains("sequence-classification head of ModernBERT"), "{err}");
+}
+
+#[test]
+fn splade_folders_are_read_and_what_they_cannot_be_is_refused() {
+    let f = HfFolder::open(&fixtures().join("splade")).unwrap();
+    assert_eq!(f.task(), ModelTask::SparseEmbedding);
+    assert_eq!(f.sentence.splade(), Some(trt_hf::st::Splade { max: true, log1p_twice: false }));
+    let dir = copy("splade");
+    edit_json(&dir.path().join("1_SpladePooling/config.json"), |c| c["pooling_strategy"] = "mean".into());
+    let err = import_err(dir.path()).to_string();
+    assert!(err.contains("1_SpladePooling/config.json") && err.contains("pooling_strategy 'mean'"), "{err}");
+    // A masked-LM Transformer alone is not a model this importer knows how to use.
+    let dir = copy("splade");
+    edit_json(&dir.path().join("modules.json"), |m| m.as_array_mut().unwrap().truncate(1));
+    let err = import_err(dir.path()).to_string();
+    assert!(err.contains("without SpladePooling"), "{err}");
+}

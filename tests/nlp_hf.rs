@@ -52,6 +52,15 @@ fn ids(v: &Value) -> Vec<Vec<u32>> {
     v.as_array().unwrap().iter().map(|r| r.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect()).collect()
 }
 
+/// Each row's ids equal the reference's `want` (a list of id lists).
+fn assert_ids(what: &str, rows: &[trt_nlp::TokenRow], want: &Value) {
+    let want = ids(want);
+    assert_eq!(rows.len(), want.len(), "{what}: rows");
+    for (i, (row, want)) in rows.iter().zip(&want).enumerate() {
+        assert_eq!(row.ids(), want.as_slice(), "{what}: token ids of row {i}");
+    }
+}
+
 /// The model `src` imported into `out` at `precision`, opened on ONNX Runtime (CPU).
 fn open(src: &Path, out: &Path, precision: Precision) -> TextModel {
     open_on(src, out, precision, Provider::Cpu)
@@ -81,7 +90,8 @@ fn compare(got: &Array2<f32>, want: &Array2<f32>) -> (f32, f32) {
     (worst, diff)
 }
 
-const EMBEDDING_MODELS: [&str; 9] = [
+/// The embedding fixtures of the post-LayerNorm families, which have a fused form.
+const POST_LN_EMBEDDING_MODELS: [&str; 9] = [
     "bert-hub",
     "bert-st5",
     "bert-multi",
@@ -91,6 +101,21 @@ const EMBEDDING_MODELS: [&str; 9] = [
     "distilbert-cls",
     "mpnet-mean",
     "electra-mean",
+];
+
+const EMBEDDING_MODELS: [&str; 12] = [
+    "bert-hub",
+    "bert-st5",
+    "bert-multi",
+    "roberta-max",
+    "xlmr-weighted",
+    "camembert-mean",
+    "distilbert-cls",
+    "mpnet-mean",
+    "electra-mean",
+    "qwen3-embed",
+    "qwen3-embed-bf16",
+    "modernbert-mean",
 ];
 
 #[test]
@@ -130,7 +155,7 @@ fn embedding_models_match_sentence_transformers() {
 #[test]
 fn fused_graphs_match_the_libraries_on_the_cpu() {
     let fused = ImportOptions::default().with_form(trt_hf::Form::Fused);
-    for name in EMBEDDING_MODELS {
+    for name in POST_LN_EMBEDDING_MODELS {
         let r = reference(name);
         let out = tempfile::tempdir().unwrap();
         let model = open_imported(&fixtures().join(name), out.path(), &fused, Provider::Cpu);
@@ -168,6 +193,25 @@ fn prompts_are_applied_as_sentence_transformers_applies_them() {
 }
 
 const CLASSIFIERS: [&str; 5] = ["bert-cls3", "distilbert-multilabel", "mpnet-cls2", "xlmr-cls2", "electra-cls2"];
+
+#[test]
+fn qwen3_query_prompt_matches_sentence_transformers() {
+    // Qwen3-Embedding's instruction prompt on queries, the last token pooled: right padding
+    // (this pipeline's) gives what the reference's left-padded batch gave.
+    for name in ["qwen3-embed", "qwen3-embed-bf16"] {
+        let r = reference(name);
+        let out = tempfile::tempdir().unwrap();
+        let model = open(&fixtures().join(name), out.path(), Precision::Fp32);
+        let texts = strings(&r["texts"]);
+        let prompt = model.head().prompts.text(Some("query")).unwrap().to_string();
+        let prompted: Vec<String> = texts.iter().map(|t| format!("{prompt}{t}")).collect();
+        assert_ids(name, &model.pipeline().tokenize(&prompted).unwrap(), &r["input_ids_by_prompt"]["query"]);
+        let got = model.embed_with_prompt(&texts, Some("query")).unwrap();
+        let (cos, diff) = compare(&got, &matrix(&r["embeddings_by_prompt"]["query"]));
+        println!("{name} query prompt fp32: worst cosine {cos:.7}, max abs diff {diff:.2e}");
+        assert!(cos >= 0.9999 && diff <= 1e-4, "{name}: cosine {cos}, diff {diff}");
+    }
+}
 
 #[test]
 fn classifiers_match_transformers_pipelines() {
@@ -209,6 +253,145 @@ fn check_classifier(name: &str, model: &TextModel) -> (f32, f32) {
         println!("{name}: logits within {:.2e}, scores within {:.2e} ({})", worst.0, worst.1, r["activation"]);
         worst
     }
+}
+
+#[test]
+fn token_classifier_matches_the_transformers_ner_pipeline() {
+    let r = reference("bert-ner");
+    let out = tempfile::tempdir().unwrap();
+    let model = open(&fixtures().join("bert-ner"), out.path(), Precision::Fp32);
+    let d = trt_hf::Descriptor::read(out.path()).unwrap().unwrap();
+    assert_eq!((d.task, d.labels.len(), d.outputs.as_slice()), (trt_hf::ModelTask::TokenClassification, 7, &["logits".to_string()][..]));
+    assert_eq!(model.max_seq(), r["max_seq_length"].as_u64().unwrap() as usize);
+    let texts = strings(&r["texts"]);
+    // Per-token logits, special tokens included, against the model's.
+    let rows = model.pipeline().tokenize(&texts).unwrap();
+    assert_ids("bert-ner", &rows, &r["input_ids"]);
+    let logits = model.run_rows(&rows, &model.select(&["logits"]).unwrap()).unwrap().tensors.remove(0);
+    let labels = model.labels().len();
+    let mut worst = 0.0f32;
+    for (i, want) in r["logits"].as_array().unwrap().iter().enumerate() {
+        let got = logits.row(i).unwrap();
+        for (t, token) in matrix(want).rows().into_iter().enumerate() {
+            for (j, &l) in token.iter().enumerate() {
+                worst = worst.max((got[t * labels + j] - l).abs());
+            }
+        }
+    }
+    println!("bert-ner: token logits within {worst:.2e}");
+    assert!(worst <= 1e-4, "token logits differ by {worst}");
+    for strategy in strings(&r["strategies"]) {
+        let agg = trt_nlp::ner::Aggregation::named(&strategy).unwrap();
+        let got = model.token_classify(&texts, agg).unwrap();
+        let want = r["entities"][&strategy].as_array().unwrap();
+        let (mut count, mut worst) = (0, 0.0f32);
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            let w = w.as_array().unwrap();
+            assert_eq!(g.len(), w.len(), "{strategy}: entities of text {i}: {g:?} vs {w:?}");
+            for (e, x) in g.iter().zip(w) {
+                let label = x.get("entity").or(x.get("entity_group")).unwrap().as_str().unwrap();
+                let at = |k: &str| x[k].as_u64().map(|v| v as usize);
+                assert_eq!(
+                    (e.label.as_str(), e.word.as_str(), Some(e.start), Some(e.end), e.index),
+                    (label, x["word"].as_str().unwrap(), at("start"), at("end"), at("index")),
+                    "{strategy}: text {i}"
+                );
+                worst = worst.max((e.score - x["score"].as_f64().unwrap() as f32).abs());
+                count += 1;
+            }
+        }
+        println!("bert-ner {strategy}: {count} entities equal, scores within {worst:.2e}");
+        assert!(worst <= 1e-4, "{strategy}: scores differ by {worst}");
+    }
+}
+
+#[test]
+fn splade_matches_the_sparse_encoder() {
+    let r = reference("splade");
+    let out = tempfile::tempdir().unwrap();
+    let model = open(&fixtures().join("splade"), out.path(), Precision::Fp32);
+    let d = trt_hf::Descriptor::read(out.path()).unwrap().unwrap();
+    assert_eq!((d.task, d.embedding_dim), (trt_hf::ModelTask::SparseEmbedding, Some(480)));
+    assert_eq!(model.max_seq(), r["max_seq_length"].as_u64().unwrap() as usize);
+    let texts = strings(&r["texts"]);
+    assert_ids("splade", &model.pipeline().tokenize(&texts).unwrap(), &r["input_ids"]);
+    for precision in [Precision::Fp32, Precision::Fp16] {
+        let out = tempfile::tempdir().unwrap();
+        let model = open(&fixtures().join("splade"), out.path(), precision);
+        let got = model.sparse_embed(&texts).unwrap();
+        let (mut worst, mut nnz, mut index_mismatches) = (0.0f32, 0, 0);
+        for (i, (g, w)) in got.iter().zip(r["sparse"].as_array().unwrap()).enumerate() {
+            let want: Vec<(u32, f32)> = w["indices"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(w["values"].as_array().unwrap())
+                .map(|(i, v)| (i.as_u64().unwrap() as u32, v.as_f64().unwrap() as f32))
+                .collect();
+            let same = g.iter().map(|e| e.0).eq(want.iter().map(|e| e.0));
+            if precision == Precision::Fp32 {
+                assert!(
+                    same,
+                    "text {i}: indices {:?} vs {:?}",
+                    g.iter().map(|e| e.0).collect::<Vec<_>>(),
+                    want.iter().map(|e| e.0).collect::<Vec<_>>()
+                );
+            }
+            index_mismatches += usize::from(!same);
+            // Values compared at every index either side has.
+            let value = |v: &[(u32, f32)], k: u32| v.iter().find(|e| e.0 == k).map_or(0.0, |e| e.1);
+            for k in g.iter().chain(&want).map(|e| e.0) {
+                worst = worst.max((value(g, k) - value(&want, k)).abs());
+            }
+            nnz += want.len();
+        }
+        println!("splade {precision:?}: {nnz} non-zeros, values within {worst:.2e}, texts with other indices {index_mismatches}");
+        let bound = if precision == Precision::Fp32 { 1e-4 } else { 2e-2 };
+        assert!(worst <= bound, "{precision:?}: values differ by {worst}");
+    }
+}
+
+#[test]
+fn qwen3_reranker_matches_the_model_cards_scores() {
+    let r = reference("qwen3-reranker");
+    let out = tempfile::tempdir().unwrap();
+    let model = open(&fixtures().join("qwen3-reranker"), out.path(), Precision::Fp32);
+    let format = model.head().rerank.clone().expect("the import records the reranker's prompt");
+    let text = |k: &str| r[k].as_str().unwrap().to_string();
+    assert_eq!(
+        (&format.prefix, &format.template, &format.suffix, &format.instruction),
+        (&text("prefix"), &text("template"), &text("suffix"), &text("instruction"))
+    );
+    assert_eq!(model.labels().name(0), "yes");
+    let pairs: Vec<(String, String)> =
+        r["pairs"].as_array().unwrap().iter().map(|p| (p[0].as_str().unwrap().into(), p[1].as_str().unwrap().into())).collect();
+    let max_length = r["max_seq_length"].as_u64().unwrap() as usize;
+    let mut rows = Vec::new();
+    for (i, ((q, d), want)) in pairs.iter().zip(strings(&r["formatted"])).enumerate() {
+        assert_eq!(trt_nlp::rerank::rerank_prompt(&format.template, &format.instruction, q, d), want, "formatted pair {i}");
+        rows.extend(model.rerank_rows(q, &[d], None, Some(max_length)).unwrap());
+    }
+    assert_ids("qwen3-reranker", &rows, &r["input_ids"]);
+    for precision in [Precision::Fp32, Precision::Fp16] {
+        let out = tempfile::tempdir().unwrap();
+        let model = open(&fixtures().join("qwen3-reranker"), out.path(), precision);
+        let logits = model.run_rows(&rows, &model.logits().unwrap()).unwrap().tensors.remove(0);
+        let (yes, no) = (r["yes_logits"].as_array().unwrap(), r["no_logits"].as_array().unwrap());
+        let (mut d_logits, mut d_scores) = (0.0f32, 0.0f32);
+        for (i, want) in r["scores"].as_array().unwrap().iter().enumerate() {
+            let l = logits.row(i).unwrap();
+            d_logits = d_logits.max((l[0] - yes[i].as_f64().unwrap() as f32).abs()).max((l[1] - no[i].as_f64().unwrap() as f32).abs());
+            let score = 1.0 / (1.0 + (l[1] - l[0]).exp());
+            d_scores = d_scores.max((score - want.as_f64().unwrap() as f32).abs());
+        }
+        println!("qwen3-reranker {precision:?}: yes/no logits within {d_logits:.2e}, scores within {d_scores:.2e}");
+        let bound = if precision == Precision::Fp32 { 1e-4 } else { 1e-2 };
+        assert!(d_logits <= bound && d_scores <= bound, "{precision:?}: logits {d_logits}, scores {d_scores}");
+    }
+    // The one-call form, at the format's own length (256 here: pair 0 is cut at neither).
+    let (q, d) = &pairs[0];
+    let score = model.rerank_scores(q, &[d], None).unwrap()[0];
+    assert!((score - r["scores"][0].as_f64().unwrap() as f32).abs() <= 1e-4, "{score}");
 }
 
 #[test]

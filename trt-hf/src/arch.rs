@@ -2,6 +2,11 @@
 //! dimensions, read once into one shape ([`ArchConfig`]) whatever the
 //! family calls its fields (`hidden_size` or DistilBERT's `dim`). The
 //! dispatch on `model_type` happens here and nowhere else.
+//!
+//! | families | fields read |
+//! |---|---|
+//! | BERT, ELECTRA, RoBERTa, XLM-R, CamemBERT, DistilBERT, MPNet | `hidden_size` (`dim`), heads, layers, positions, token types, `layer_norm_eps`, `hidden_act` |
+//! | ModernBERT, Qwen3 | the same dimensions, plus grouped-query heads, `head_dim`, rotary thetas and which layers attend within a window ([`Rotary`]); both the `rope_parameters` / `layer_types` form transformers 5 writes and the older top-level fields hub configs hold |
 
 use std::path::Path;
 
@@ -20,10 +25,14 @@ pub enum Family {
     DistilBert,
     /// MPNet (RoBERTa-style positions plus a relative-position bias in every layer).
     MpNet,
+    /// ModernBERT (pre-LayerNorm, rotary positions, alternating global and sliding-window attention, gated GELU).
+    ModernBert,
+    /// Qwen3 (a decoder: pre-RMSNorm, rotary positions, causal grouped-query attention, gated SiLU).
+    Qwen3,
 }
 
 /// `model_type` values and their family.
-pub const MODEL_TYPES: [(&str, Family); 7] = [
+pub const MODEL_TYPES: [(&str, Family); 9] = [
     ("bert", Family::Bert),
     ("electra", Family::Bert),
     ("roberta", Family::Roberta),
@@ -31,6 +40,8 @@ pub const MODEL_TYPES: [(&str, Family); 7] = [
     ("camembert", Family::Roberta),
     ("distilbert", Family::DistilBert),
     ("mpnet", Family::MpNet),
+    ("modernbert", Family::ModernBert),
+    ("qwen3", Family::Qwen3),
 ];
 
 /// The feed-forward activation (`hidden_act`).
@@ -79,6 +90,10 @@ pub enum Task {
     Encoder,
     /// `*ForSequenceClassification`: classifiers and cross-encoders.
     SequenceClassification,
+    /// `*ForTokenClassification`: a label per token (named entities).
+    TokenClassification,
+    /// `*ForCausalLM`: a decoder with its LM head (used as a yes/no reranker).
+    CausalLm,
 }
 
 /// A folder's `config.json`, in one shape for every family.
@@ -121,12 +136,35 @@ pub struct ArchConfig {
     pub labels: Vec<String>,
     /// `problem_type` (`multi_label_classification` changes the activation).
     pub problem_type: Option<String>,
+    /// Key/value heads (fewer than `heads` in grouped-query attention).
+    pub kv_heads: usize,
+    /// Per-head size (`head_dim`, else `hidden / heads`).
+    pub head_size: usize,
+    /// Rotary positions and attention pattern (ModernBERT, Qwen3).
+    pub rotary: Option<Rotary>,
+}
+
+/// Rotary position embeddings (rotate-half form, positions 0..n-1) and the
+/// attention pattern of the families that use them.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Rotary {
+    /// `theta` of full-attention layers.
+    pub theta: f64,
+    /// `theta` of sliding-window layers.
+    pub local_theta: f64,
+    /// Per layer, whether it attends within the window only.
+    pub sliding: Vec<bool>,
+    /// Sliding layers: query i sees key j iff |i - j| <= window.
+    pub window: usize,
+    /// Whether key j is hidden from query i when j > i (decoders).
+    pub causal: bool,
 }
 
 /// Generous bounds on dimensions read from a file, so that a lying config
 /// is refused before it sizes an allocation.
-const MAX_DIM: usize = 1 << 20;
-const MAX_LAYERS: usize = 1024;
+pub(crate) const MAX_DIM: usize = 1 << 20;
+pub(crate) const MAX_LAYERS: usize = 1024;
 const MAX_LABELS: usize = 1 << 16;
 
 impl ArchConfig {
@@ -151,8 +189,14 @@ impl ArchConfig {
         let architecture = f.opt_strings("architectures")?.and_then(|a| a.into_iter().next());
         let task = match architecture.as_deref() {
             Some(a) if a.ends_with("ForSequenceClassification") => Task::SequenceClassification,
+            Some(a) if a.ends_with("ForTokenClassification") => Task::TokenClassification,
+            Some(a) if a.ends_with("ForCausalLM") => Task::CausalLm,
             _ => Task::Encoder,
         };
+        if matches!(family, Family::ModernBert | Family::Qwen3) {
+            let (labels, problem_type) = labels(f)?;
+            return crate::rotary_config::read(f, family, model_type, architecture, task, labels, problem_type);
+        }
         let distil = family == Family::DistilBert;
         let name = |bert: &'static str, distil_name: &'static str| if distil { distil_name } else { bert };
         let hidden = f.count(name("hidden_size", "dim"), MAX_DIM)?;
@@ -172,7 +216,7 @@ impl ArchConfig {
         let type_vocab_size = match family {
             Family::Bert => f.opt_usize("type_vocab_size")?.unwrap_or(2).min(MAX_DIM),
             Family::Roberta => f.opt_usize("type_vocab_size")?.unwrap_or(1).min(MAX_DIM),
-            Family::DistilBert | Family::MpNet => 0,
+            Family::DistilBert | Family::MpNet | Family::ModernBert | Family::Qwen3 => 0,
         };
         if let Some(p) = f.opt_str("position_embedding_type")? {
             if p != "absolute" {
@@ -210,12 +254,15 @@ impl ArchConfig {
             labels,
             problem_type,
             model_type,
+            kv_heads: heads,
+            head_size: hidden / heads,
+            rotary: None,
         })
     }
 
     /// Per-head size.
     pub fn head_dim(&self) -> usize {
-        self.hidden / self.heads
+        self.head_size
     }
 
     /// The longest sequence the position table allows: RoBERTa-style
@@ -223,13 +270,13 @@ impl ArchConfig {
     pub fn position_limit(&self) -> usize {
         match self.family {
             Family::Roberta | Family::MpNet => self.max_positions.saturating_sub(self.pad_token_id + 1),
-            Family::Bert | Family::DistilBert => self.max_positions,
+            Family::Bert | Family::DistilBert | Family::ModernBert | Family::Qwen3 => self.max_positions,
         }
     }
 }
 
 /// `id2label` (else `num_labels`, else 2 labels `LABEL_i`) and `problem_type`.
-fn labels(f: &Fields) -> Result<(Vec<String>, Option<String>)> {
+pub(crate) fn labels(f: &Fields) -> Result<(Vec<String>, Option<String>)> {
     let problem_type = f.opt_str("problem_type")?.map(str::to_string);
     let by_id = f.opt_string_map("id2label")?;
     let labels = match by_id {

@@ -32,6 +32,10 @@ pub enum ModelTask {
     Embedding,
     /// Logits per text (or per text pair, for cross-encoders).
     Classification,
+    /// Logits per token (`[batch, sequence, labels]`): named entities.
+    TokenClassification,
+    /// A vocabulary-sized sparse vector per text (SPLADE).
+    SparseEmbedding,
 }
 
 /// A HuggingFace model folder, read.
@@ -53,6 +57,8 @@ pub struct HfFolder {
     pub model_max_length: Option<usize>,
     /// `tokenizer_config.json`'s `padding_side`.
     pub padding_side: Option<String>,
+    /// `tokenizer_config.json`'s `pad_token` (a string, or an added token's `content`).
+    pub pad_token: Option<String>,
 }
 
 /// tokenizers writes `1e30` for "no limit".
@@ -74,13 +80,26 @@ impl HfFolder {
             }
         })?;
         let tc = tokenizer.with_file_name("tokenizer_config.json");
-        let (model_max_length, padding_side) = if tc.is_file() {
+        let (model_max_length, padding_side, pad_token) = if tc.is_file() {
             let f = Fields::read(&tc)?;
             let max = f.opt_f64("model_max_length")?.filter(|m| (1.0..NO_LIMIT).contains(m)).map(|m| m as usize);
-            (max, f.opt_str("padding_side")?.map(str::to_string))
+            let pad = match f.value("pad_token") {
+                Some(serde_json::Value::Object(_)) => {
+                    f.object("pad_token")?.and_then(|o| o.opt_str("content").ok().flatten().map(str::to_string))
+                }
+                _ => f.opt_str("pad_token")?.map(str::to_string),
+            };
+            (max, f.opt_str("padding_side")?.map(str::to_string), pad)
         } else {
-            (None, None)
+            (None, None, None)
         };
+        if sentence.transformer_task.as_deref() == Some("fill-mask") && sentence.splade().is_none() {
+            return Err(Error::Unsupported {
+                path: dir.join("modules.json"),
+                what: "a masked-LM Transformer (transformer_task fill-mask) without SpladePooling".into(),
+                supported: vec!["MLMTransformer followed by SpladePooling (a SPLADE sparse encoder)".into()],
+            });
+        }
         if let Some((_, false)) = sentence.pooling() {
             if !sentence.prompts.is_empty() {
                 return Err(Error::Unsupported {
@@ -90,16 +109,25 @@ impl HfFolder {
                 });
             }
         }
-        Ok(HfFolder { dir: dir.to_owned(), transformer_dir, arch, sentence, tokenizer, model_max_length, padding_side })
+        Ok(HfFolder { dir: dir.to_owned(), transformer_dir, arch, sentence, tokenizer, model_max_length, padding_side, pad_token })
     }
 
     /// What the model answers: a `*ForSequenceClassification` checkpoint
     /// classifies (a classifier, or a cross-encoder, whose sentence-transformers
-    /// 5+ folder has a `modules.json` with a Transformer alone); anything with
-    /// a Pooling module, and bare encoders, embed.
+    /// 5+ folder has a `modules.json` with a Transformer alone), a
+    /// `*ForTokenClassification` one labels tokens, a `*ForCausalLM` one is a
+    /// yes/no reranker (two logits), a SPLADE sparse encoder
+    /// gives sparse vectors; anything with a Pooling
+    /// module, and bare encoders, embed.
     pub fn task(&self) -> ModelTask {
+        if self.sentence.splade().is_some() {
+            return ModelTask::SparseEmbedding;
+        }
         match self.arch.task {
             Task::SequenceClassification if self.sentence.pooling().is_none() => ModelTask::Classification,
+            Task::TokenClassification if self.sentence.pooling().is_none() => ModelTask::TokenClassification,
+            // A causal LM scores pairs through two of its logits: a two-label classifier.
+            Task::CausalLm if self.sentence.pooling().is_none() => ModelTask::Classification,
             _ => ModelTask::Embedding,
         }
     }

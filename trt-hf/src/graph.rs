@@ -160,6 +160,16 @@ impl Graph {
         self.fp32_region = false;
     }
 
+    /// Runs `f`, every node it adds staying FP32 in the FP16 model; regions
+    /// nest (the state before is restored, not switched off).
+    pub fn in_fp32<R>(&mut self, f: impl FnOnce(&mut Graph) -> R) -> R {
+        let was = self.fp32_region;
+        self.fp32_region = true;
+        let r = f(self);
+        self.fp32_region = was;
+        r
+    }
+
     /// The names of the nodes that stay FP32.
     pub fn fp32_nodes(&self) -> &[String] {
         &self.fp32_nodes

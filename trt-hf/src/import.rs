@@ -5,7 +5,7 @@
 //!
 //! | file written | what |
 //! |---|---|
-//! | `model.onnx` | the graph, FP32 or FP16 ([`Precision`]); inputs INT32 `[batch, sequence]`; outputs FLOAT |
+//! | `model.onnx` | the graph, FP32 or FP16 ([`Precision`]); inputs INT32 `[batch, sequence]`; outputs FLOAT: `embedding` and `last_hidden_state`, `logits` (`[batch, labels]`, or `[batch, sequence, labels]` for token classifiers), or `sparse` (SPLADE) |
 //! | `tokenizer.json` | the folder's, with a Lowercase normalizer first where `do_lower_case` asks for it |
 //! | `config.json` | the folder's (labels) |
 //! | `trt_model.json` | the [`Descriptor`] |
@@ -23,6 +23,7 @@ use trt_onnx::graph::WeightStorage;
 use crate::arch::Task;
 use crate::folder::{HfFolder, ModelTask, ScoreActivation};
 use crate::graph::{Dim, Graph};
+use crate::rerank::RerankFormat;
 use crate::st::Module;
 use crate::weights::Weights;
 use crate::{family, sentence, Error, Result};
@@ -30,14 +31,17 @@ use crate::{family, sentence, Error, Result};
 /// The descriptor's file name.
 pub const DESCRIPTOR: &str = "trt_model.json";
 /// Its format; bumped when the graph or the descriptor changes meaning, so
-/// cached imports of an older importer are redone.
-pub const FORMAT: u32 = 1;
+/// cached imports of an older importer are redone. 2: token classifiers
+/// (once imported as embedding models), sparse encoders and rerankers.
+pub const FORMAT: u32 = 2;
 
 /// The output holding the sentence embedding (FLOAT `[batch, dim]`).
 pub const EMBEDDING_OUTPUT: &str = "embedding";
 /// The output holding every token's state (FLOAT `[batch, sequence, hidden]`).
 pub const TOKENS_OUTPUT: &str = "last_hidden_state";
-/// A classifier's output (FLOAT `[batch, labels]`).
+/// A sparse encoder's output (FLOAT `[batch, vocab]`, mostly zeros).
+pub const SPARSE_OUTPUT: &str = "sparse";
+/// A classifier's output (FLOAT `[batch, labels]`; a token classifier's `[batch, sequence, labels]`).
 pub const LOGITS_OUTPUT: &str = "logits";
 
 /// The precision of the written graph.
@@ -137,6 +141,9 @@ pub struct Descriptor {
     pub labels: Vec<String>,
     /// SHA-256 of what the import read.
     pub source_sha256: String,
+    /// How pairs become a causal-LM reranker's input (a reranker only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<RerankFormat>,
 }
 
 impl Descriptor {
@@ -287,19 +294,57 @@ fn write(folder: &HfFolder, out: &Path, options: &ImportOptions, digest: String)
 pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Result<(trt_onnx::graph::Model, Descriptor)> {
     let arch = &folder.arch;
     let weights = Weights::open(&folder.transformer_dir)?.for_family(family::name(arch), family::prefixes(arch));
-    let mut g = match options.form {
+    // The fused operators exist for the post-LayerNorm encoders; the rotary
+    // families are written in standard operators whatever was asked.
+    let form = match (options.form, arch.family) {
+        (Form::Fused, crate::Family::Qwen3 | crate::Family::ModernBert) => {
+            tracing::warn!("{}: no fused form for {}; writing the plain graph", folder.dir.display(), arch.model_type);
+            Form::Plain
+        }
+        (form, _) => form,
+    };
+    let mut g = match form {
         Form::Plain => Graph::default(),
         Form::Fused => Graph::fused(),
     };
     let hidden = family::encoder(&mut g, &weights, arch)?;
     let task = folder.task();
     let (mut outputs, mut embedding_dim, mut pooling) = (Vec::new(), None, Vec::new());
+    let (mut labels, mut rerank) = (Vec::new(), None);
+    if matches!(arch.task, Task::SequenceClassification | Task::TokenClassification) {
+        labels = arch.labels.clone();
+    }
     let batch_seq_hidden = [Dim::Named("batch"), Dim::Named("sequence"), Dim::Fixed(arch.hidden)];
     match task {
+        ModelTask::Classification if arch.task == Task::CausalLm => {
+            let format = match arch.family {
+                crate::Family::Qwen3 => RerankFormat::qwen3(folder.max_seq_length()),
+                _ => return Err(family::unsupported_head(&weights, arch, "a causal LM as a reranker")),
+            };
+            let logits = crate::rerank::head(&mut g, &weights, arch, &hidden, &folder.tokenizer, &format)?;
+            g.output(&logits, LOGITS_OUTPUT, &[Dim::Named("batch"), Dim::Fixed(2)]);
+            outputs.push(LOGITS_OUTPUT.to_string());
+            labels = vec![format.yes_token.clone(), format.no_token.clone()];
+            rerank = Some(format);
+        }
         ModelTask::Classification => {
             let logits = family::classifier(&mut g, &weights, arch, &hidden)?;
             g.output(&logits, LOGITS_OUTPUT, &[Dim::Named("batch"), Dim::Fixed(arch.labels.len())]);
             outputs.push(LOGITS_OUTPUT.to_string());
+        }
+        ModelTask::TokenClassification => {
+            let logits = family::token_classifier(&mut g, &weights, arch, &hidden)?;
+            g.output(&logits, LOGITS_OUTPUT, &[Dim::Named("batch"), Dim::Named("sequence"), Dim::Fixed(arch.labels.len())]);
+            outputs.push(LOGITS_OUTPUT.to_string());
+        }
+        ModelTask::SparseEmbedding => {
+            let logits = family::mlm_head(&mut g, &weights, arch, &hidden)?;
+            let splade = folder.sentence.splade().unwrap_or(crate::st::Splade { max: true, log1p_twice: false });
+            let sparse = sentence::splade(&mut g, &logits, splade);
+            g.output(&sparse, SPARSE_OUTPUT, &[Dim::Named("batch"), Dim::Fixed(arch.vocab_size)]);
+            outputs.push(SPARSE_OUTPUT.to_string());
+            embedding_dim = Some(arch.vocab_size);
+            pooling = vec![format!("splade_{}", if splade.max { "max" } else { "sum" })];
         }
         ModelTask::Embedding => {
             let config = folder.dir.join("modules.json");
@@ -329,7 +374,7 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
         architecture: arch.architecture.clone(),
         task,
         precision: options.precision,
-        form: options.form,
+        form,
         inputs: family::inputs(arch).into_iter().map(str::to_string).collect(),
         outputs,
         embedding_dim,
@@ -340,33 +385,60 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
         prompts: folder.sentence.prompts.clone(),
         default_prompt_name: folder.sentence.default_prompt_name.clone(),
         similarity_fn_name: folder.sentence.similarity_fn_name.clone(),
-        activation: folder.activation(),
-        labels: if arch.task == Task::SequenceClassification { arch.labels.clone() } else { Vec::new() },
+        // A reranker's score is P(yes): the softmax over its two logits.
+        activation: if rerank.is_some() { ScoreActivation::Softmax } else { folder.activation() },
+        labels,
         source_sha256: digest,
+        rerank,
     };
     Ok((model, descriptor))
 }
 
 /// Copies `tokenizer.json`, putting a Lowercase normalizer first when
 /// `do_lower_case` is set and the tokenizer does not lower-case already
-/// (sentence-transformers lower-cases the text before tokenizing).
+/// (sentence-transformers lower-cases the text before tokenizing), and
+/// recording `tokenizer_config.json`'s pad token as the file's padding where
+/// the file names none (Qwen's `<|endoftext|>`: a runtime that pads finds
+/// the id there, not by guessing `[PAD]`).
 fn write_tokenizer(folder: &HfFolder, to: &Path) -> Result<()> {
     let from = &folder.tokenizer;
-    if !folder.sentence.do_lower_case {
+    let mut t: serde_json::Value = crate::json::read(from)?;
+    let mut changed = false;
+    if folder.sentence.do_lower_case {
+        let normalizer = t.get("normalizer").cloned().unwrap_or(serde_json::Value::Null);
+        let lowers = normalizer.get("type").and_then(|v| v.as_str()) == Some("BertNormalizer")
+            && normalizer.get("lowercase").and_then(|v| v.as_bool()) == Some(true);
+        if !lowers {
+            let lower = serde_json::json!({"type": "Lowercase"});
+            let new =
+                if normalizer.is_null() { lower } else { serde_json::json!({"type": "Sequence", "normalizers": [lower, normalizer]}) };
+            t["normalizer"] = new;
+            changed = true;
+        }
+    }
+    if t.get("padding").is_none_or(serde_json::Value::is_null) {
+        if let Some((token, id)) = folder.pad_token.as_deref().and_then(|p| token_id(&t, p).map(|id| (p, id))) {
+            t["padding"] = serde_json::json!({
+                "strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": null,
+                "pad_id": id, "pad_type_id": 0, "pad_token": token,
+            });
+            changed = true;
+        }
+    }
+    if !changed {
         std::fs::copy(from, to).map_err(Error::io(from))?;
         return Ok(());
     }
-    let mut t: serde_json::Value = crate::json::read(from)?;
-    let normalizer = t.get("normalizer").cloned().unwrap_or(serde_json::Value::Null);
-    let lowers = normalizer.get("type").and_then(|v| v.as_str()) == Some("BertNormalizer")
-        && normalizer.get("lowercase").and_then(|v| v.as_bool()) == Some(true);
-    if !lowers {
-        let lower = serde_json::json!({"type": "Lowercase"});
-        let new = if normalizer.is_null() { lower } else { serde_json::json!({"type": "Sequence", "normalizers": [lower, normalizer]}) };
-        t["normalizer"] = new;
-    }
     let text = serde_json::to_string(&t).map_err(|e| Error::config(from, "(file)", e.to_string()))?;
     std::fs::write(to, text).map_err(Error::io(to))
+}
+
+/// The id of `token` in a `tokenizer.json`: an added token's, else the model vocabulary's.
+pub(crate) fn token_id(t: &serde_json::Value, token: &str) -> Option<u64> {
+    let added = t.get("added_tokens").and_then(|a| a.as_array()).and_then(|a| {
+        a.iter().find(|e| e.get("content").and_then(|c| c.as_str()) == Some(token)).and_then(|e| e.get("id")).and_then(|i| i.as_u64())
+    });
+    added.or_else(|| t.get("model").and_then(|m| m.get("vocab")).and_then(|v| v.get(token)).and_then(|i| i.as_u64()))
 }
 
 impl Descriptor {
@@ -375,8 +447,9 @@ impl Descriptor {
     /// batching up to `max_batch` texts.
     pub fn text_model_config(&self, max_batch: usize) -> String {
         let dims = |name: &str| match name {
-            EMBEDDING_OUTPUT => self.embedding_dim.unwrap_or(self.hidden_size).to_string(),
+            EMBEDDING_OUTPUT | SPARSE_OUTPUT => self.embedding_dim.unwrap_or(self.hidden_size).to_string(),
             TOKENS_OUTPUT => format!("-1, {}", self.hidden_size),
+            LOGITS_OUTPUT if self.task == ModelTask::TokenClassification => format!("-1, {}", self.labels.len().max(1)),
             _ => self.labels.len().max(1).to_string(),
         };
         let outputs: Vec<String> =

@@ -11,6 +11,7 @@
 //! | graph | [`graph`] | the ONNX builder: linear, LayerNorm, activations, attention |
 //! | graph | [`family`] | one module per architecture family: embeddings, layer names, classification heads |
 //! | graph | [`sentence`] | pooling, Dense and normalisation inside the graph |
+//! | graph | [`rerank`] | a causal LM as a yes/no reranker (Qwen3-Reranker's prompt and head) |
 //! | out | [`import()`], [`import_cached`] | the servable folder: `model.onnx`, tokenizer, labels, [`Descriptor`] |
 //!
 //! The graph is the plain form: opset 17 operators that ONNX Runtime runs
@@ -38,6 +39,8 @@ pub mod graph;
 pub mod hub;
 mod import;
 mod json;
+pub mod rerank;
+mod rotary_config;
 pub mod sentence;
 pub mod st;
 pub mod weights;
@@ -47,6 +50,6 @@ pub use error::{Error, Result};
 pub use folder::{is_hf_folder, HfFolder, ModelTask, ScoreActivation};
 pub use import::{
     build, default_cache, import, import_cached, Descriptor, Form, ImportOptions, Precision, DESCRIPTOR, EMBEDDING_OUTPUT, FORMAT,
-    LOGITS_OUTPUT, TOKENS_OUTPUT,
+    LOGITS_OUTPUT, SPARSE_OUTPUT, TOKENS_OUTPUT,
 };
 pub use json::Fields;

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use crate::graph::{attr_int, Graph};
-use crate::st::{Act, Dense, Module, PoolingMode};
+use crate::st::{Act, Dense, Module, PoolingMode, Splade};
 use crate::weights::Weights;
 use crate::{Error, Result};
 
@@ -40,6 +40,7 @@ fn apply_modules(
             (_, None) => return Err(Error::config(config, "modules", "a Dense or Normalize module before any Pooling")),
             (Module::Dense(d), Some((v, n))) => (dense(g, &v, n, d)?, d.out_features),
             (Module::Normalize, Some((v, n))) => (normalize(g, &v), n),
+            (Module::Splade(_), _) => return Err(Error::config(config, "modules", "SpladePooling among the modules of a dense embedding")),
         });
     }
     // No Pooling module: sentence-transformers' default for a plain transformer is mean pooling.
@@ -102,21 +103,7 @@ fn pool(g: &mut Graph, hidden: &str, dim: usize, modes: &[PoolingMode], max_posi
                 let total = g.op("Max", "pooling/weightedmean/Clamp", &[&total, &eps], vec![]);
                 g.op("Div", "pooling/weightedmean/Div", &[&sum, &total], vec![])
             }
-            PoolingMode::LastToken => {
-                // The last attended position: max over positions 0..S-1 of position * mask,
-                // picked by a one-hot row (exact: every other token is multiplied by 0).
-                let table: Vec<f32> = (0..max_positions).map(|p| p as f32).collect();
-                let table = g.floats("pooling/lasttoken/positions", &[max_positions], &table);
-                let len = g.seq_len("attention_mask");
-                let positions = g.leading(&table, &len, &[0], "pooling/lasttoken/positions");
-                let pm = g.op("Mul", "pooling/lasttoken/Mul", &[&mask, &positions], vec![]);
-                let last = g.op("ReduceMax", "pooling/lasttoken/ReduceMax", &[&pm], vec![attr_ints_axes(&[1]), attr_int("keepdims", 1)]);
-                let hit = g.op("Equal", "pooling/lasttoken/Equal", &[&positions, &last], vec![]);
-                let onehot = g.op("Cast", "pooling/lasttoken/Cast", &[&hit], vec![attr_int("to", 1)]);
-                let onehot3 = g.op("Unsqueeze", "pooling/lasttoken/Unsqueeze", &[&onehot, &axis2], vec![]);
-                let h = g.op("Mul", "pooling/lasttoken/Pick", &[hidden, &onehot3], vec![]);
-                g.op("ReduceSum", "pooling/lasttoken/Sum", &[&h, &axis1], vec![attr_int("keepdims", 0)])
-            }
+            PoolingMode::LastToken => last_token(g, hidden, max_positions),
         };
         parts.push(part);
     }
@@ -128,6 +115,27 @@ fn pool(g: &mut Graph, hidden: &str, dim: usize, modes: &[PoolingMode], max_posi
         g.op("Concat", "pooling/Concat", &refs, vec![attr_int("axis", 1)])
     };
     (out, dim * n)
+}
+
+/// `[B, H]`: the state of each row's last attended position (what
+/// `lasttoken` pooling takes, and where a decoder's next-token logits are
+/// read): the max over positions 0..S-1 of position * mask, picked by a
+/// one-hot row (exact: every other token is multiplied by 0).
+pub fn last_token(g: &mut Graph, hidden: &str, max_positions: usize) -> String {
+    let mask = g.op("Cast", "lasttoken/mask/Cast", &["attention_mask"], vec![attr_int("to", 1)]);
+    let table: Vec<f32> = (0..max_positions).map(|p| p as f32).collect();
+    let table = g.floats("lasttoken/positions", &[max_positions], &table);
+    let len = g.seq_len("attention_mask");
+    let positions = g.leading(&table, &len, &[0], "lasttoken/positions");
+    let pm = g.op("Mul", "lasttoken/Mul", &[&mask, &positions], vec![]);
+    let last = g.op("ReduceMax", "lasttoken/ReduceMax", &[&pm], vec![attr_ints_axes(&[1]), attr_int("keepdims", 1)]);
+    let hit = g.op("Equal", "lasttoken/Equal", &[&positions, &last], vec![]);
+    let onehot = g.op("Cast", "lasttoken/Cast", &[&hit], vec![attr_int("to", 1)]);
+    let axis2 = g.ints("lasttoken/axis2", &[1], &[2]);
+    let onehot3 = g.op("Unsqueeze", "lasttoken/Unsqueeze", &[&onehot, &axis2], vec![]);
+    let h = g.op("Mul", "lasttoken/Pick", &[hidden, &onehot3], vec![]);
+    let axis1 = g.ints("lasttoken/axis1", &[1], &[1]);
+    g.op("ReduceSum", "lasttoken/Sum", &[&h, &axis1], vec![attr_int("keepdims", 0)])
 }
 
 /// ReduceMax takes its axes as an attribute until opset 18.
@@ -151,6 +159,32 @@ fn dense(g: &mut Graph, x: &str, n: usize, d: &Dense) -> Result<String> {
         Act::Gelu => g.activation(&y, crate::arch::Activation::Gelu, "dense"),
         Act::Silu => g.activation(&y, crate::arch::Activation::Silu, "dense"),
         Act::Sigmoid => g.op("Sigmoid", "dense/Sigmoid", &[&y], vec![]),
+    })
+}
+
+/// SPLADE's `[B, vocab]` vector from masked-LM logits `[B, S, vocab]`:
+/// `log1p(relu(logits))` (twice `log1p` for `log1p_relu`), padded positions
+/// zeroed, then the max (or sum) over positions; all FP32. `log1p(x)` is
+/// written `log(1 + x)`: the same to within FP32's rounding of `1 + x`
+/// (absolute error below 1e-7 at the values relu leaves).
+pub fn splade(g: &mut Graph, logits: &str, s: Splade) -> String {
+    g.in_fp32(|g| {
+        let one = g.scalar(1.0);
+        let mut v = g.op("Relu", "splade/Relu", &[logits], vec![]);
+        for pass in 0..if s.log1p_twice { 2 } else { 1 } {
+            let p = g.op("Add", &format!("splade/log1p{pass}/Add"), &[&v, &one], vec![]);
+            v = g.op("Log", &format!("splade/log1p{pass}/Log"), &[&p], vec![]);
+        }
+        let mask = g.op("Cast", "splade/mask/Cast", &["attention_mask"], vec![attr_int("to", 1)]);
+        let axis2 = g.ints("splade/axis2", &[1], &[2]);
+        let mask = g.op("Unsqueeze", "splade/mask/Unsqueeze", &[&mask, &axis2], vec![]);
+        let v = g.op("Mul", "splade/Mask", &[&v, &mask], vec![]);
+        if s.max {
+            g.op("ReduceMax", "splade/ReduceMax", &[&v], vec![attr_ints_axes(&[1]), attr_int("keepdims", 0)])
+        } else {
+            let axis1 = g.ints("splade/axis1", &[1], &[1]);
+            g.op("ReduceSum", "splade/ReduceSum", &[&v, &axis1], vec![attr_int("keepdims", 0)])
+        }
     })
 }
 

@@ -5,6 +5,10 @@
 //! (prompts, default prompt, similarity function) and a cross-encoder's
 //! activation.
 //!
+//! A SPLADE model (sentence-transformers' SparseEncoder: an `MLMTransformer`
+//! then `SpladePooling`) is read too: its Transformer is the masked-LM
+//! model, its pooling a [`Module::Splade`].
+//!
 //! Both layouts that occur in the wild are read: the hub's
 //! (`sentence_transformers.models.Pooling`, `pooling_mode_*` flags,
 //! `word_embedding_dimension`) and sentence-transformers 5's
@@ -122,6 +126,17 @@ pub enum Module {
     Dense(Dense),
     /// L2 normalisation.
     Normalize,
+    /// SPLADE pooling of masked-LM logits into a vocabulary-sized vector.
+    Splade(Splade),
+}
+
+/// `SpladePooling`: `pool over unmasked positions of act(logits)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Splade {
+    /// `pooling_strategy` `max` (else `sum`).
+    pub max: bool,
+    /// `activation_function` `log1p_relu` (`log1p(log1p(relu(x)))`); else `relu` (`log1p(relu(x))`).
+    pub log1p_twice: bool,
 }
 
 /// What a folder's sentence-transformers files say (all empty for a plain
@@ -147,10 +162,12 @@ pub struct SentenceConfig {
     pub similarity_fn_name: Option<String>,
     /// A cross-encoder's activation, where its files name one.
     pub cross_encoder_activation: Option<Act>,
+    /// `sentence_bert_config.json`'s `transformer_task` (`fill-mask` for SPLADE).
+    pub transformer_task: Option<String>,
 }
 
 /// The module types understood, by last segment.
-const MODULE_TYPES: [&str; 4] = ["Transformer", "Pooling", "Dense", "Normalize"];
+const MODULE_TYPES: [&str; 6] = ["Transformer", "MLMTransformer", "Pooling", "Dense", "Normalize", "SpladePooling"];
 
 impl SentenceConfig {
     /// Reads the sentence-transformers files of `dir`.
@@ -171,13 +188,14 @@ impl SentenceConfig {
                 let last = kind.rsplit('.').next().unwrap_or(kind);
                 let sub = module_dir(dir, f.opt_str("path")?.unwrap_or(""), &modules, i)?;
                 match last {
-                    "Transformer" if !seen_transformer && i == 0 => {
+                    "Transformer" | "MLMTransformer" if !seen_transformer && i == 0 => {
                         seen_transformer = true;
                         c.transformer_path = sub.strip_prefix(dir).map(Path::to_owned).unwrap_or_default();
                     }
                     "Pooling" => c.modules.push(read_pooling(&sub.join("config.json"))?),
                     "Dense" => c.modules.push(Module::Dense(read_dense(&sub)?)),
                     "Normalize" => c.modules.push(Module::Normalize),
+                    "SpladePooling" => c.modules.push(Module::Splade(read_splade(&sub.join("config.json"))?)),
                     _ => {
                         return Err(Error::Unsupported {
                             path: modules,
@@ -197,6 +215,7 @@ impl SentenceConfig {
             let f = Fields::read(&sbert)?;
             c.max_seq_length = f.opt_usize("max_seq_length")?;
             c.do_lower_case = f.opt_bool("do_lower_case")?.unwrap_or(false);
+            c.transformer_task = f.opt_str("transformer_task")?.map(str::to_string);
         }
         let st = dir.join("config_sentence_transformers.json");
         if st.is_file() {
@@ -234,6 +253,14 @@ impl SentenceConfig {
     pub fn pooling(&self) -> Option<(&[PoolingMode], bool)> {
         self.modules.iter().find_map(|m| match m {
             Module::Pooling { modes, include_prompt } => Some((modes.as_slice(), *include_prompt)),
+            _ => None,
+        })
+    }
+
+    /// The SPLADE pooling, if the model is a sparse encoder.
+    pub fn splade(&self) -> Option<Splade> {
+        self.modules.iter().find_map(|m| match m {
+            Module::Splade(s) => Some(*s),
             _ => None,
         })
     }
@@ -286,6 +313,25 @@ pub fn read_pooling(path: &Path) -> Result<Module> {
         return Err(f.error("pooling_mode", "no pooling mode is set"));
     }
     Ok(Module::Pooling { modes, include_prompt: f.opt_bool("include_prompt")?.unwrap_or(true) })
+}
+
+/// A SpladePooling module's `config.json`.
+fn read_splade(path: &Path) -> Result<Splade> {
+    let f = Fields::read(path)?;
+    Ok(Splade {
+        max: one_of(&f, "pooling_strategy", &["max", "sum"])? == 0,
+        log1p_twice: one_of(&f, "activation_function", &["relu", "log1p_relu"])? == 1,
+    })
+}
+
+/// Which of `options` string field `field` holds (the first when absent).
+fn one_of(f: &Fields, field: &str, options: &[&str]) -> Result<usize> {
+    let value = f.opt_str(field)?.unwrap_or(options[0]);
+    options.iter().position(|o| *o == value).ok_or_else(|| Error::Unsupported {
+        path: f.path().to_owned(),
+        what: format!("{field} '{value}'"),
+        supported: options.iter().map(|o| o.to_string()).collect(),
+    })
 }
 
 /// A Dense module's `config.json`.

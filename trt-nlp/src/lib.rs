@@ -9,6 +9,9 @@
 //! | [`TokenizerPipeline::tokenize_pairs`] | text pairs for cross-encoders (segments, `token_type_ids`, [`PairTruncation`]) |
 //! | [`TokenRow`] | one text's tokens, owned: tokenize at one moment ([`TokenizerPipeline::tokenize`]), pack into a batch later ([`TokenizerPipeline::pack`]) |
 //! | [`TextModel`] | texts in, answers out: `embed`, `classify`, or any [`Selection`] of raw and pooled outputs as [`OutputRows`]; its [`Head`] holds labels, pooling, normalisation |
+//! | [`rerank`] | causal-LM rerankers (Qwen3-Reranker): the card's prompt around a pair, `P(yes)` ([`TextModel::rerank_scores`]) |
+//! | [`sparse`] | SPLADE: a vocabulary-sized vector per text as its non-zero `(token id, weight)` pairs ([`TextModel::sparse_embed`]) |
+//! | [`ner`] | token classification: entities by transformers' five aggregation strategies ([`TextModel::token_classify`]) |
 //! | [`Embedder`], [`Classifier`] | a [`TextModel`] checked for hidden states, or for logits |
 //! | [`tensor`] | models over named tensors of any element type (no tokenizer): [`TensorBackend`](tensor::TensorBackend) on ONNX Runtime or TensorRT |
 //! | [`batching`] | dynamic batching: a [`Scheduler`](batching::Scheduler) over a [`Backend`] for many threads and tasks |
@@ -94,11 +97,14 @@ mod error;
 mod fast_path;
 mod layout;
 mod model_folder;
+pub mod ner;
 mod options;
 mod parallel;
 mod pipeline;
 mod postprocess;
+pub mod rerank;
 mod rows;
+pub mod sparse;
 mod spec;
 pub mod tensor;
 mod text_model;

@@ -1,7 +1,7 @@
 //! BERT and ELECTRA: word, absolute position and token-type embeddings,
 //! LayerNorm; ELECTRA projects its (smaller) embeddings to the hidden size.
 
-use super::{first_token_head, linear_weights, norm_weights, HeadDense, LayerNames};
+use super::{first_token_head, head_weights, linear_weights, norm_weights, HeadDense, LayerNames};
 use crate::arch::{Activation, ArchConfig};
 use crate::graph::{attr_int, Graph};
 use crate::weights::Weights;
@@ -57,4 +57,27 @@ pub fn head(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Resul
 /// ElectraForSequenceClassification: dense, GELU, out_proj on `[CLS]`.
 pub fn electra_head(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
     first_token_head(g, w, cfg, hidden, HeadDense::Head("classifier.dense"), Activation::Gelu, "classifier.out_proj")
+}
+
+/// BertForMaskedLM's head: `[B, S, vocab]` logits from
+/// `cls.predictions.transform` (dense, the config's activation, LayerNorm)
+/// and the decoder, whose weight is tied to the word embeddings unless the
+/// checkpoint stores `cls.predictions.decoder.weight`.
+pub fn mlm_head(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
+    let h = cfg.hidden;
+    let (dw, db) = head_weights(w, "cls.predictions.transform.dense", h, h)?;
+    let x = g.linear(hidden, &dw, Some(&db), "mlm/transform/dense");
+    let x = g.activation(&x, cfg.act, "mlm/transform");
+    let (lw, lb) =
+        (w.get_exact("cls.predictions.transform.LayerNorm.weight", &[h])?, w.get_exact("cls.predictions.transform.LayerNorm.bias", &[h])?);
+    let x = g.layer_norm(&x, &lw, &lb, cfg.layer_norm_eps, "mlm/transform/LayerNorm");
+    let decoder = match w.has_exact("cls.predictions.decoder.weight") {
+        true => w.get_exact("cls.predictions.decoder.weight", &[cfg.vocab_size, h])?,
+        false => w.get("embeddings.word_embeddings.weight", &[cfg.vocab_size, h])?,
+    };
+    let bias = match w.has_exact("cls.predictions.bias") {
+        true => w.get_exact("cls.predictions.bias", &[cfg.vocab_size])?,
+        false => w.get_exact("cls.predictions.decoder.bias", &[cfg.vocab_size])?,
+    };
+    Ok(g.linear(&x, &decoder, Some(&bias), "mlm/decoder"))
 }

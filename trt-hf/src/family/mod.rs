@@ -1,23 +1,33 @@
 //! One module per architecture family: each says which tensors its
 //! checkpoints hold, how its embeddings and classification head are
-//! computed; the post-LayerNorm encoder stack they share is here.
+//! computed; the post-LayerNorm encoder stack the BERT-like families share
+//! is here, the blocks of the rotary families in [`rotary`].
 //!
-//! | module | `model_type` | embeddings | head of `*ForSequenceClassification` |
+//! | module | `model_type` | embeddings and layers | head of `*ForSequenceClassification` |
 //! |---|---|---|---|
-//! | [`bert`] | `bert`, `electra` | word + absolute position + token type (ELECTRA: projected to the hidden size) | BERT: pooler (dense, tanh) then linear; ELECTRA: dense, GELU, linear |
-//! | [`roberta`] | `roberta`, `xlm-roberta`, `camembert` | positions counted from `padding_idx + 1` over non-pad tokens | dense, tanh, linear on `<s>` |
-//! | [`distilbert`] | `distilbert` | word + absolute position | dense, ReLU, linear on `[CLS]` |
-//! | [`mpnet`] | `mpnet` | as RoBERTa, plus a relative-position bias on every layer's scores | dense, tanh, linear on `<s>` |
+//! | [`bert`] | `bert`, `electra` | word + absolute position + token type (ELECTRA: projected to the hidden size); post-LN | BERT: pooler (dense, tanh) then linear; ELECTRA: dense, GELU, linear |
+//! | [`roberta`] | `roberta`, `xlm-roberta`, `camembert` | positions counted from `padding_idx + 1` over non-pad tokens; post-LN | dense, tanh, linear on `<s>` |
+//! | [`distilbert`] | `distilbert` | word + absolute position; post-LN | dense, ReLU, linear on `[CLS]` |
+//! | [`mpnet`] | `mpnet` | as RoBERTa, plus a relative-position bias on every layer's scores; post-LN | dense, tanh, linear on `<s>` |
+//! | [`modernbert`] | `modernbert` | tokens, LayerNorm; pre-LN, rotary, global and sliding-window attention, gated GELU | not supported |
+//! | [`qwen3`] | `qwen3` | tokens only; pre-RMSNorm, rotary, causal grouped-query attention, gated SiLU | not supported |
+//!
+//! `*ForTokenClassification` checkpoints of the BERT-like families all put
+//! `classifier` on every token's state ([`token_classifier`]); the masked-LM
+//! head SPLADE reads is BERT's ([`mlm_head`]).
 
 pub mod bert;
 pub mod distilbert;
+pub mod modernbert;
 pub mod mpnet;
+pub mod qwen3;
 pub mod roberta;
+pub mod rotary;
 
 use crate::arch::{Activation, ArchConfig, Family};
 use crate::graph::{AttentionWeights, Graph};
 use crate::weights::{Tensor, Weights};
-use crate::Result;
+use crate::{Error, Result};
 
 /// The weight names of one post-LayerNorm encoder layer (each a prefix of
 /// `.weight` / `.bias`).
@@ -56,6 +66,7 @@ pub fn prefixes(cfg: &ArchConfig) -> &'static [&'static str] {
         (Family::Roberta, _) => &["roberta."],
         (Family::DistilBert, _) => &["distilbert."],
         (Family::MpNet, _) => &["mpnet."],
+        (Family::ModernBert, _) | (Family::Qwen3, _) => &["model."],
     }
 }
 
@@ -66,16 +77,21 @@ pub fn name(cfg: &ArchConfig) -> &'static str {
         Family::Roberta => "RoBERTa",
         Family::DistilBert => "DistilBERT",
         Family::MpNet => "MPNet",
+        Family::ModernBert => "ModernBERT",
+        Family::Qwen3 => "Qwen3",
     }
 }
 
 /// The encoder's last hidden state, `[B, S, hidden]`.
 pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<String> {
-    let x = match cfg.family {
-        Family::Bert => bert::embeddings(g, w, cfg)?,
-        Family::Roberta => roberta::embeddings(g, w, cfg)?,
-        Family::DistilBert => distilbert::embeddings(g, w, cfg)?,
-        Family::MpNet => roberta::embeddings_without_types(g, w, cfg)?,
+    let x = match (cfg.family, &cfg.rotary) {
+        (Family::Qwen3, Some(rot)) => return qwen3::encoder(g, w, cfg, rot),
+        (Family::ModernBert, Some(rot)) => return modernbert::encoder(g, w, cfg, rot),
+        (Family::Bert, _) => bert::embeddings(g, w, cfg)?,
+        (Family::Roberta, _) => roberta::embeddings(g, w, cfg)?,
+        (Family::DistilBert, _) => distilbert::embeddings(g, w, cfg)?,
+        (Family::MpNet, _) => roberta::embeddings_without_types(g, w, cfg)?,
+        (Family::ModernBert | Family::Qwen3, _) => return Err(no_head(w, cfg, "an encoder without rotary settings")),
     };
     let mask = if g.is_fused() { g.mask_index() } else { g.mask_bias("attention_mask") };
     let bias = match cfg.family {
@@ -83,9 +99,9 @@ pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<String> {
         _ => None,
     };
     let names: fn(usize) -> LayerNames = match cfg.family {
-        Family::Bert | Family::Roberta => bert::layer_names,
         Family::DistilBert => distilbert::layer_names,
         Family::MpNet => mpnet::layer_names,
+        _ => bert::layer_names,
     };
     let mut x = x;
     for i in 0..cfg.layers {
@@ -101,6 +117,42 @@ pub fn classifier(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) ->
         Family::Bert => bert::head(g, w, cfg, hidden),
         Family::Roberta | Family::MpNet => roberta::head(g, w, cfg, hidden),
         Family::DistilBert => distilbert::head(g, w, cfg, hidden),
+        Family::ModernBert | Family::Qwen3 => Err(no_head(w, cfg, "a sequence-classification head")),
+    }
+}
+
+/// The `[B, S, labels]` logits of a `*ForTokenClassification` checkpoint:
+/// `classifier` on every token's state (the same name in every BERT-like family).
+pub fn token_classifier(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
+    if cfg.rotary.is_some() {
+        return Err(no_head(w, cfg, "a token-classification head"));
+    }
+    let (cw, cb) = head_weights(w, "classifier", cfg.labels.len(), cfg.hidden)?;
+    Ok(g.linear(hidden, &cw, Some(&cb), "head/token_classifier"))
+}
+
+/// The `[B, S, vocab]` logits of a `*ForMaskedLM` checkpoint (SPLADE's input).
+pub fn mlm_head(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
+    match cfg.family {
+        Family::Bert if cfg.model_type == "bert" => bert::mlm_head(g, w, cfg, hidden),
+        _ => Err(Error::Unsupported {
+            path: w.path().with_file_name("config.json"),
+            what: format!("a masked-LM head of {} ({})", name(cfg), cfg.architecture.as_deref().unwrap_or(&cfg.model_type)),
+            supported: vec!["BertForMaskedLM (model_type bert)".into()],
+        }),
+    }
+}
+
+/// The error for a part of a family the importer does not write.
+pub(crate) fn unsupported_head(w: &Weights, cfg: &ArchConfig, what: &str) -> Error {
+    no_head(w, cfg, what)
+}
+
+fn no_head(w: &Weights, cfg: &ArchConfig, what: &str) -> Error {
+    Error::Unsupported {
+        path: w.path().with_file_name("config.json"),
+        what: format!("{what} of {} ({})", name(cfg), cfg.architecture.as_deref().unwrap_or(&cfg.model_type)),
+        supported: vec![format!("{}'s encoder with sentence-transformers pooling", name(cfg))],
     }
 }
 

@@ -66,6 +66,8 @@ pub struct Head {
     pub activation: ScoreActivation,
     /// Named prompts put before a text to embed, and the one used when none is named.
     pub prompts: Prompts,
+    /// A causal-LM reranker's prompt format ([`crate::rerank`]).
+    pub rerank: Option<trt_hf::rerank::RerankFormat>,
 }
 
 /// A model's named prompts (sentence-transformers' `prompts`), and which one
@@ -104,6 +106,7 @@ impl Default for Head {
             normalize: true,
             activation: ScoreActivation::Softmax,
             prompts: Prompts::default(),
+            rerank: None,
         }
     }
 }
@@ -120,7 +123,8 @@ impl Head {
             Some(d) => (d.activation, Prompts { named: d.prompts.clone(), default: d.default_prompt_name.clone() }),
             None => (ScoreActivation::Softmax, Prompts::default()),
         };
-        Head { labels: folder.labels.clone(), pooling: folder.pooling, normalize: folder.normalize, activation, prompts }
+        let rerank = folder.imported.as_ref().and_then(|d| d.rerank.clone());
+        Head { labels: folder.labels.clone(), pooling: folder.pooling, normalize: folder.normalize, activation, prompts, rerank }
     }
 }
 

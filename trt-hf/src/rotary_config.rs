@@ -1,0 +1,195 @@
+//! `config.json` of the rotary families (ModernBERT, Qwen3): their
+//! dimensions in [`ArchConfig`]'s shape and their rotary settings in
+//! [`Rotary`], from either form a config takes.
+//!
+//! | setting | transformers 5 writes | hub configs hold |
+//! |---|---|---|
+//! | theta | `rope_parameters.rope_theta`, or per layer type (`rope_parameters.full_attention.rope_theta`) | `rope_theta`; ModernBERT: `global_rope_theta`, `local_rope_theta` |
+//! | which layers slide | `layer_types` (`full_attention` / `sliding_attention`) | ModernBERT: `global_attn_every_n_layers` (layer i is global iff i % n == 0) |
+//! | scaling | `rope_parameters.rope_type` | `rope_scaling` |
+//!
+//! What the graph does not compute is refused by name (rope scaling other
+//! than `default`, biases, Qwen3's sliding window), never imported wrong.
+
+use crate::arch::{Activation, ArchConfig, Family, Rotary, Task, MAX_DIM, MAX_LAYERS};
+use crate::json::Fields;
+use crate::{Error, Result};
+
+/// The rotary family `family`'s config in `f`.
+pub(crate) fn read(
+    f: &Fields,
+    family: Family,
+    model_type: String,
+    architecture: Option<String>,
+    task: Task,
+    labels: Vec<String>,
+    problem_type: Option<String>,
+) -> Result<ArchConfig> {
+    let hidden = f.count("hidden_size", MAX_DIM)?;
+    let heads = f.count("num_attention_heads", MAX_DIM)?;
+    let layers = f.count("num_hidden_layers", MAX_LAYERS)?;
+    let kv_heads = match f.opt_usize("num_key_value_heads")? {
+        Some(_) => f.count("num_key_value_heads", MAX_DIM)?,
+        None => heads,
+    };
+    if heads % kv_heads != 0 {
+        return Err(f.error("num_key_value_heads", format!("{kv_heads} key/value heads do not divide the {heads} query heads")));
+    }
+    let head_size = match f.opt_usize("head_dim")? {
+        Some(_) => f.count("head_dim", MAX_DIM)?,
+        None if hidden % heads == 0 => hidden / heads,
+        None => return Err(f.error("num_attention_heads", format!("{heads} heads do not divide the hidden size {hidden}"))),
+    };
+    // ModernBERT's fused Wqkv holds three hidden-sized blocks: its heads must tile the hidden size.
+    if family == Family::ModernBert && heads * head_size != hidden {
+        return Err(f.error("head_dim", format!("{heads} heads of {head_size} do not make the hidden size {hidden}")));
+    }
+    if head_size % 2 != 0 {
+        return Err(f.error("head_dim", format!("{head_size}: rotary positions rotate pairs of a head's values, so it must be even")));
+    }
+    let (act_field, default_act, eps_field, default_eps) = match family {
+        Family::ModernBert => ("hidden_activation", Activation::Gelu, "norm_eps", 1e-5),
+        _ => ("hidden_act", Activation::Silu, "rms_norm_eps", 1e-6),
+    };
+    let act = match f.opt_str(act_field)? {
+        Some(a) => Activation::named(a, f.path(), act_field)?,
+        None => default_act,
+    };
+    let bias_fields: &[&str] = match family {
+        Family::ModernBert => &["attention_bias", "mlp_bias", "norm_bias"],
+        _ => &["attention_bias", "mlp_bias"],
+    };
+    for field in bias_fields {
+        if f.opt_bool(field)? == Some(true) {
+            return Err(unsupported(f, format!("{field} true"), &[&format!("{field} false (no biases)")]));
+        }
+    }
+    let rotary = match family {
+        Family::ModernBert => modernbert_rotary(f, layers)?,
+        _ => qwen3_rotary(f, layers)?,
+    };
+    for t in [rotary.theta, rotary.local_theta] {
+        if t <= 1.0 {
+            return Err(f.error("rope_theta", format!("{t}: a rotary base must be above 1")));
+        }
+    }
+    Ok(ArchConfig {
+        model_type,
+        family,
+        architecture,
+        task,
+        vocab_size: f.count("vocab_size", 1 << 24)?,
+        hidden,
+        embedding_size: hidden,
+        layers,
+        heads,
+        intermediate: f.count("intermediate_size", MAX_DIM)?,
+        max_positions: f.count("max_position_embeddings", MAX_DIM)?,
+        type_vocab_size: 0,
+        layer_norm_eps: f.opt_f64(eps_field)?.unwrap_or(default_eps) as f32,
+        act,
+        pad_token_id: f.opt_usize("pad_token_id")?.unwrap_or(0),
+        relative_buckets: 0,
+        labels,
+        problem_type,
+        kv_heads,
+        head_size,
+        rotary: Some(rotary),
+    })
+}
+
+fn unsupported(f: &Fields, what: String, supported: &[&str]) -> Error {
+    Error::Unsupported { path: f.path().to_owned(), what, supported: supported.iter().map(|s| s.to_string()).collect() }
+}
+
+/// `theta` and the rope type of one `rope_parameters` object (or the
+/// config itself, for the top-level fields); `None` when it names no theta.
+fn rope_object(f: &Fields, prefix: &str) -> Result<Option<f64>> {
+    if let Some(t) = f.opt_str("rope_type")?.or(f.opt_str("type")?) {
+        if t != "default" {
+            return Err(unsupported(f, format!("{prefix}rope_type '{t}'"), &["default (no rope scaling)"]));
+        }
+    }
+    f.opt_f64("rope_theta")
+}
+
+/// `rope_scaling` (the older name of the scaling settings): absent, null or default only.
+fn check_rope_scaling(f: &Fields) -> Result<()> {
+    if let Some(s) = f.object("rope_scaling")? {
+        rope_object(&s, "rope_scaling.")?;
+    }
+    Ok(())
+}
+
+/// `layer_types`, when given: whether each layer slides.
+fn layer_types(f: &Fields, layers: usize, allowed: &[&str]) -> Result<Option<Vec<bool>>> {
+    let Some(types) = f.opt_strings("layer_types")? else { return Ok(None) };
+    if types.len() != layers {
+        return Err(f.error("layer_types", format!("{} entries for {layers} layers", types.len())));
+    }
+    types
+        .iter()
+        .map(|t| match t.as_str() {
+            t if !allowed.contains(&t) => Err(unsupported(f, format!("layer_types entry '{t}'"), allowed)),
+            "sliding_attention" => Ok(true),
+            _ => Ok(false),
+        })
+        .collect::<Result<Vec<bool>>>()
+        .map(Some)
+}
+
+fn qwen3_rotary(f: &Fields, layers: usize) -> Result<Rotary> {
+    if f.opt_bool("use_sliding_window")? == Some(true) {
+        return Err(unsupported(f, "use_sliding_window true".into(), &["use_sliding_window false (full causal attention)"]));
+    }
+    layer_types(f, layers, &["full_attention"])?;
+    check_rope_scaling(f)?;
+    let nested = match f.object("rope_parameters")? {
+        Some(p) => rope_object(&p, "rope_parameters.")?,
+        None => None,
+    };
+    let theta = match nested {
+        Some(t) => t,
+        None => f.opt_f64("rope_theta")?.unwrap_or(10000.0),
+    };
+    Ok(Rotary { theta, local_theta: theta, sliding: vec![false; layers], window: 0, causal: true })
+}
+
+fn modernbert_rotary(f: &Fields, layers: usize) -> Result<Rotary> {
+    check_rope_scaling(f)?;
+    let sliding = match layer_types(f, layers, &["full_attention", "sliding_attention"])? {
+        Some(s) => s,
+        None => {
+            let every = match f.opt_usize("global_attn_every_n_layers")? {
+                Some(_) => f.count("global_attn_every_n_layers", MAX_LAYERS)?,
+                None => 3,
+            };
+            (0..layers).map(|i| i % every != 0).collect()
+        }
+    };
+    let (mut theta, mut local_theta) = (None, None);
+    if let Some(p) = f.object("rope_parameters")? {
+        let full = p.object("full_attention")?;
+        let local = p.object("sliding_attention")?;
+        if full.is_none() && local.is_none() {
+            theta = rope_object(&p, "rope_parameters.")?;
+            local_theta = theta;
+        }
+        if let Some(full) = full {
+            theta = rope_object(&full, "rope_parameters.full_attention.")?;
+        }
+        if let Some(local) = local {
+            local_theta = rope_object(&local, "rope_parameters.sliding_attention.")?;
+        }
+    }
+    let theta = match theta {
+        Some(t) => t,
+        None => f.opt_f64("global_rope_theta")?.unwrap_or(160000.0),
+    };
+    let local_theta = match local_theta {
+        Some(t) => t,
+        None => f.opt_f64("local_rope_theta")?.unwrap_or(10000.0),
+    };
+    let local_attention = f.opt_usize("local_attention")?.unwrap_or(128).min(MAX_DIM);
+    Ok(Rotary { theta, local_theta, sliding, window: local_attention / 2, causal: false })
+}
