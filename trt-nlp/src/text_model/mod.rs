@@ -11,7 +11,8 @@
 //! | [`OutputRows`] | one selected output for some texts, as f32 rows; rows of different batches put together |
 //!
 //! [`TextModel::score_pairs`] scores `(query, passage)` pairs on a
-//! cross-encoder.
+//! cross-encoder; [`Scheduler::for_model`](crate::batching::Scheduler::for_model)
+//! batches the requests of many threads over a model.
 //!
 //! The batching scheduler computes a request's [`Selection`] in its workers
 //! ([`Request::select`](crate::batching::Request::select)), so what comes
