@@ -7,7 +7,7 @@
 //! `cargo bench -p trt-nlp --bench embed_cuda` on a machine with a CUDA GPU,
 //! the onnxruntime-gpu library (`ORT_DYLIB_PATH`; Python imports the same
 //! wheel through `PYTHONPATH`) and torch + transformers for `BENCH_PYTHON`.
-//! Without a GPU it prints why and exits 0.
+//! Without a GPU, or without ONNX Runtime's CUDA provider, it prints why and exits 0.
 //!
 //! Same texts (the seeded generator of the tokenize bench: 5-60 words), same
 //! batch size and maximum length on every side. Rust and Python
@@ -49,6 +49,9 @@ mod deps;
 
 #[path = "support/npy.rs"]
 mod npy;
+
+#[path = "support/not_here.rs"]
+mod not_here;
 
 #[path = "support/texts.rs"]
 mod texts;
@@ -143,7 +146,12 @@ fn main() {
         ..Default::default()
     };
     println!("rust   pooling: {}", if graph_pooling.is_some() { "inside the graph (on the GPU)" } else { "on the host" });
-    let backend = Arc::new(OrtBackend::new(&model, &options).expect("ONNX Runtime session on CUDA"));
+    let backend = match OrtBackend::new(&model, &options) {
+        Ok(b) => Arc::new(b),
+        // A GPU, but an ONNX Runtime without its CUDA provider (or the CUDA libraries it needs).
+        Err(e) if not_here::cuda_not_here(&e) => return println!("embed_cuda: not run: {e}"),
+        Err(e) => panic!("ONNX Runtime session on CUDA: {e}"),
+    };
     let free1 = device.free_memory().expect("free memory") as f64;
     let embedder = Embedder::new(backend, &tokenizer, Pooling::Mean, true, &HelperOptions::default()).expect("embedder");
     let (rust_tps, rust) = best_pass(&embedder, &texts, repeats);

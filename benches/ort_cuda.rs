@@ -21,6 +21,9 @@
 //! (1,8,32,128,256), `ORT_CUDA_BENCH_SEQ` (128), `ORT_CUDA_BENCH_RUNS`,
 //! `ORT_CUDA_BENCH_ROUNDS` (4), `BENCH_PYTHON` (python3). Prints `ratio_vs_python_<model>_b<B>: X.XX`
 //! (Python's median over Rust's: above 1 is faster than Python).
+//!
+//! Without a CUDA driver, a GPU, or ONNX Runtime's CUDA provider it prints
+//! why and exits 0.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,6 +32,9 @@ use std::time::Instant;
 use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions, Provider};
 use trt_nlp::backend::Backend;
 use trt_nlp::{Padding, TokenRow, TokenizerPipeline};
+
+#[path = "support/not_here.rs"]
+mod not_here;
 
 fn env(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_owned())
@@ -194,6 +200,14 @@ fn main() {
     let mut ratios = Vec::new();
     for model in &models {
         let name = model.file_stem().unwrap().to_string_lossy().into_owned();
+        let options = OrtBackendOptions { provider: Provider::Cuda { device: 0 }, max_batch, max_seq: seq, ..Default::default() };
+        // The Rust session first: on a machine without CUDA for ONNX Runtime
+        // nothing is started, the bench says why and exits 0.
+        let backend = match OrtBackend::new(model, &options) {
+            Ok(b) => b,
+            Err(e) if not_here::cuda_not_here(&e) => return println!("ort_cuda: not run here: {e}"),
+            Err(e) => panic!("ONNX Runtime session on CUDA for {}: {e}", model.display()),
+        };
         let mut python = match PythonTimer::start(model, &batches_arg, seq) {
             Ok(p) => Some(p),
             Err(e) => {
@@ -201,8 +215,6 @@ fn main() {
                 None
             }
         };
-        let options = OrtBackendOptions { provider: Provider::Cuda { device: 0 }, max_batch, max_seq: seq, ..Default::default() };
-        let backend = OrtBackend::new(model, &options).unwrap();
         let timed = interleaved(&backend, &pipeline, &rows, &mut python, &batches, runs, rounds);
         drop(python);
         for (&b, ((p50, p99), py)) in batches.iter().zip(timed) {

@@ -38,6 +38,8 @@ fn assert_ok(o: &Output, what: &str) {
     );
 }
 
+/// Every fixture family; only the TensorRT build test walks them all.
+#[cfg(feature = "tensorrt")]
 const FAMILIES: [&str; 15] = [
     "bert-hub",
     "bert-st5",

@@ -144,7 +144,7 @@ fn a_request_that_selects_pooled_outputs_gets_pooled_rows() {
     let mut config = BatchingConfig::default();
     config.max_batch_size = 16;
     config.max_queue_delay = Duration::from_millis(20);
-    let scheduler = Scheduler::new(backend.clone(), model.pipeline().clone(), config).unwrap();
+    let scheduler = Scheduler::for_model(&model, config).unwrap();
     let pooled = Arc::new(model.select(&["embedding", "logits"]).unwrap());
     let handles: Vec<(Handle, Handle)> = texts
         .chunks(3)

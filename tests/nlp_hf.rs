@@ -417,6 +417,30 @@ fn cross_encoder_scores_match_sentence_transformers() {
     assert!(d_logits <= 1e-4 && d_scores <= 1e-4);
 }
 
+/// `TextModel::score_pairs` gives sentence-transformers' `CrossEncoder.predict`
+/// scores (the head's sigmoid of the one logit) in one call, and refuses a
+/// model with more than one logit per pair.
+#[test]
+fn score_pairs_gives_cross_encoder_scores_in_one_call() {
+    let r = reference("roberta-cross-encoder");
+    let out = tempfile::tempdir().unwrap();
+    let model = open(&fixtures().join("roberta-cross-encoder"), out.path(), Precision::Fp32);
+    let pairs: Vec<(&str, &str)> =
+        r["pairs"].as_array().unwrap().iter().map(|p| (p[0].as_str().unwrap(), p[1].as_str().unwrap())).collect();
+    let got = model.score_pairs(&pairs).unwrap();
+    let want = matrix(&r["scores"]);
+    assert_eq!((got.len(), want.ncols()), (pairs.len(), 1));
+    let worst = got.iter().zip(want.column(0)).map(|(g, w)| (g - w).abs()).fold(0.0f32, f32::max);
+    println!("score_pairs: {} pairs within {worst:.2e} of sentence-transformers", pairs.len());
+    assert!(worst <= 1e-4, "{got:?} vs {want:?}");
+    assert!(model.score_pairs(&[] as &[(&str, &str)]).unwrap().is_empty());
+
+    let out3 = tempfile::tempdir().unwrap();
+    let three = open(&fixtures().join("bert-cls3"), out3.path(), Precision::Fp32);
+    let err = three.score_pairs(&[("a", "b")]).unwrap_err().to_string();
+    assert!(err.contains("one logit per pair") && err.contains("gives 3"), "{err}");
+}
+
 #[test]
 fn all_minilm_l6_v2_matches_sentence_transformers_past_its_length_limit() {
     let weights = deps::deps_dir().join("minilm");

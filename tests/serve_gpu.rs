@@ -103,7 +103,7 @@ fn gpu_0_listed_twice_is_two_device_instances_and_batches_go_to_both() {
     // Many callers through one batcher: every request served, the work spread over both.
     let mut config = BatchingConfig::default();
     config.max_batch_size = 8;
-    let scheduler = Arc::new(Scheduler::new(model.backend().clone(), model.pipeline().clone(), config).unwrap());
+    let scheduler = Arc::new(Scheduler::for_model(&model, config).unwrap());
     let threads: Vec<_> = (0..8)
         .map(|t| {
             let (s, texts) = (scheduler.clone(), texts.clone());

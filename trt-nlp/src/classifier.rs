@@ -2,14 +2,10 @@
 //! A [`TextModel`] that checks at construction that the model has logits.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use crate::backend::{Backend, BackendChoice, BackendOptions};
-use crate::texts::for_each_row_batch;
-use crate::{
-    Classification, Head, HelperOptions, Labels, ModelFolder, PairTruncation, Prediction, Result, TextModel, TokenizerPipeline,
-    TruncationSide,
-};
+use crate::{Classification, Head, HelperOptions, Labels, ModelFolder, PairTruncation, Prediction, Result, TextModel, TokenizerPipeline};
 
 /// A BERT-style sequence classifier: texts in, ranked labels out.
 /// `classify` takes `&self` and may be called from many threads.
@@ -85,19 +81,7 @@ impl Classifier {
         A: AsRef<str> + Sync,
         B: AsRef<str> + Sync,
     {
-        let pipeline = self.model.pipeline();
-        let selection = self.model.logits()?;
-        let rows = pipeline.tokenize_pairs(pairs, strategy, TruncationSide::Right)?;
-        let all: Mutex<Vec<Vec<f32>>> = Mutex::new(vec![Vec::new(); rows.len()]);
-        for_each_row_batch(&**self.model.backend(), pipeline, &rows, &self.model.reads(&selection), |order, layout, outputs| {
-            let logits = selection.tensors(layout, outputs, order.len())?.swap_remove(0);
-            let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
-            for (k, &i) in order.iter().enumerate() {
-                all[i] = logits.row(k).unwrap_or_default().to_vec();
-            }
-            Ok(())
-        })?;
-        Ok(all.into_inner().unwrap_or_else(PoisonError::into_inner))
+        self.model.pair_logits(pairs, strategy)
     }
 
     /// `texts` ordered for `query`, best first, by the pair's first logit

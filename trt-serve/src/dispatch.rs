@@ -231,8 +231,8 @@ impl Dispatcher {
                 bc.default_timeout = policy.default_timeout.filter(|_| policy.enforce_timeouts);
                 // One worker per instance the backend placed (on KIND_GPU, counts are per GPU).
                 bc.workers = Some(model.instances().max(1));
-                let scheduler = Scheduler::new(model.model().backend().clone(), model.model().pipeline().clone(), bc)
-                    .map_err(|e| ServeError::invalid(format!("dynamic_batching: {e}")))?;
+                let scheduler =
+                    Scheduler::for_model(model.model(), bc).map_err(|e| ServeError::invalid(format!("dynamic_batching: {e}")))?;
                 Path::Batched { scheduler, levels, default_level }
             }
         };

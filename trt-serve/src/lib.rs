@@ -25,7 +25,7 @@
 //! | | `loader` | a version folder opened through trt-nlp (model folder, backend for the platform, tokenizer) |
 //! | | `placement` | `instance_group` on the GPUs: device instances, checked against the GPUs there are |
 //! | | `metrics` | Prometheus metrics under Triton's names |
-//! | process | `server` | listeners, graceful shutdown on Ctrl-C / SIGTERM |
+//! | process | `server` | [`serve`] on the caller's runtime, [`run`] on its own; listeners, graceful shutdown on a future or on Ctrl-C / SIGTERM |
 //! | | `auth` | API keys (`Authorization: Bearer`) around every HTTP route and gRPC method |
 //! | | `tls`, `cors` | TLS (rustls) for HTTP and gRPC, mTLS; CORS for browsers |
 //! | | `connections` | connection caps, header / idle / body timeouts, gRPC streams and keepalive |
@@ -35,12 +35,37 @@
 //! Dependencies point down the table; the backends (TensorRT, ONNX Runtime)
 //! are reached only through trt-nlp's `Backend` trait.
 //!
-//! The public face is what an embedder of the server needs: [`run`] with its
-//! [`ServeOptions`] (ports, [`Limits`], transport bounds, access, model control,
-//! TLS, the [`NlpLoader`]), the [`config`] types, and [`ServeError`]. Every
-//! module above other than `config` is crate-private; the workspace's
-//! integration tests and fuzz targets reach them through the hidden
-//! `test_support` module, which is no API.
+//! The public face is what an embedder of the server needs: [`serve`] (on
+//! the caller's tokio runtime, until a shutdown future completes; its
+//! [`ServeHandle`] gives the bound addresses and the HTTP routes as an
+//! [`axum::Router`] to mount beside an application's own) and [`run`] (on
+//! its own runtime, until Ctrl-C or SIGTERM: what `trt serve` runs), with
+//! their [`ServeOptions`] (ports, [`Limits`], transport bounds, access,
+//! model control, TLS, the [`NlpLoader`]), the [`config`] types, and
+//! [`ServeError`]. Every module above other than `config` is crate-private;
+//! the workspace's integration tests and fuzz targets reach them through
+//! the hidden `test_support` module, which is no API.
+//!
+//! ```no_run
+//! use std::net::Ipv4Addr;
+//! use trt_serve::{Ports, ServeOptions};
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), trt_serve::ServeError> {
+//!     let mut options = ServeOptions::new("models"); // DIR/<model>/config.pbtxt, version folders
+//!     options.ports = Ports::new(Ipv4Addr::LOCALHOST.into(), 0, 0, 0); // any free ports
+//!     let server = trt_serve::serve(options, async {
+//!         let _ = tokio::signal::ctrl_c().await;
+//!     })
+//!     .await?;
+//!     println!("http={} grpc={} metrics={}", server.bound().http, server.bound().grpc, server.bound().metrics);
+//!     let app = axum::Router::new().route("/hello", axum::routing::get(|| async { "hello" })).merge(server.http_router());
+//!     # drop(app);
+//!     server.stopped().await // requests in flight finish, models unload
+//! }
+//! ```
+//!
+//! `examples/serve_in_app.rs` runs the router inside an application, end to end.
 #![warn(missing_docs)]
 
 mod api_model;
@@ -84,7 +109,7 @@ pub use error::{ServeError, ServeResult};
 pub use limits::Limits;
 pub use loader::NlpLoader;
 pub use model_control::{Mode, ModelControl};
-pub use server::{run, shutdown_signal, Bound, Ports, ServeOptions};
+pub use server::{run, serve, shutdown_signal, Bound, Ports, ServeHandle, ServeOptions};
 pub use single_model::SingleModel;
 pub use tls::TlsFiles;
 

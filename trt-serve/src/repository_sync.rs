@@ -28,19 +28,29 @@ pub(crate) async fn load_at_start(control: &ModelControl, repository: &Repositor
     Ok(())
 }
 
-/// Polls `repository` until the process ends, when the mode is [`Mode::Poll`].
-pub(crate) fn spawn_poller(control: &ModelControl, repository: Arc<Repository>) {
-    let Mode::Poll(interval) = control.mode else { return };
-    tokio::spawn(async move {
+/// Polls `repository` until `stopped` turns true, when the mode is
+/// [`Mode::Poll`]; the task's handle, to await before the repository is
+/// unloaded (a poll in progress finishes first, so no load races the unload).
+pub(crate) fn spawn_poller(
+    control: &ModelControl,
+    repository: Arc<Repository>,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let Mode::Poll(interval) = control.mode else { return None };
+    Some(tokio::spawn(async move {
         let mut seen = fingerprints(&repository);
         let mut tick = tokio::time::interval(interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;
+        // Bounded by the server's life: the stop signal ends it between polls.
         loop {
-            tick.tick().await;
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = stopped.wait_for(|&s| s) => return,
+            }
             seen = poll_once(&repository, seen).await;
         }
-    });
+    }))
 }
 
 /// What polling compares: the config text, and each version folder's files

@@ -1,20 +1,35 @@
-//! Binds the three listeners (HTTP, gRPC, metrics), serves until a shutdown
-//! signal, then stops accepting, lets requests in flight finish, and unloads
-//! every model (draining each).
+//! The server as a process or inside an application: binds the three
+//! listeners (HTTP, gRPC, metrics), loads the models, serves until a
+//! shutdown future completes, then stops accepting, lets requests in flight
+//! finish, and unloads every model (draining each).
+//!
+//! | entry | runtime | stops on | bound addresses |
+//! |---|---|---|---|
+//! | [`serve`] | the caller's (tokio) | the `shutdown` future given | [`ServeHandle::bound`], once bound and loaded |
+//! | [`run`] (`trt serve`) | its own, `request_threads` workers | Ctrl-C or SIGTERM ([`shutdown_signal`]) | the `on_ready` callback |
+//!
+//! [`ServeHandle::http_router`] is the HTTP front end as an
+//! [`axum::Router`], for mounting beside an application's own routes.
 
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 
 use crate::auth::Access;
 use crate::connections::Transport;
+use crate::error::{ServeError, ServeResult};
 use crate::service::Service;
 use crate::tls::{TlsConfigs, TlsFiles};
 
-/// Where the server listens (port 0: any free port).
-#[derive(Debug, Clone)]
+/// Where the server listens (port 0: any free port). Default: Triton's
+/// ports on loopback, `127.0.0.1:8000` (HTTP), `:8001` (gRPC), `:8002`
+/// (metrics), as `trt serve` without flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Ports {
     /// KServe v2 REST.
     pub http: SocketAddr,
@@ -22,6 +37,20 @@ pub struct Ports {
     pub grpc: SocketAddr,
     /// Prometheus `/metrics`.
     pub metrics: SocketAddr,
+}
+
+impl Ports {
+    /// The three ports on one address (`Ports::new(Ipv4Addr::LOCALHOST.into(), 0, 0, 0)`:
+    /// any free ports on loopback, read back from [`ServeHandle::bound`]).
+    pub fn new(host: IpAddr, http: u16, grpc: u16, metrics: u16) -> Self {
+        Ports { http: SocketAddr::new(host, http), grpc: SocketAddr::new(host, grpc), metrics: SocketAddr::new(host, metrics) }
+    }
+}
+
+impl Default for Ports {
+    fn default() -> Self {
+        Ports::new(Ipv4Addr::LOCALHOST.into(), 8000, 8001, 8002)
+    }
 }
 
 /// The bound addresses, known before serving starts.
@@ -74,71 +103,71 @@ impl Listeners {
         Ok(Bound { http: self.http.local_addr()?, grpc: self.grpc.local_addr()?, metrics: self.metrics.local_addr()? })
     }
 
-    /// Serves `service` under `transport`'s bounds until `shutdown`
-    /// completes, then drains and unloads.
-    pub async fn serve(
+    /// Serves `http` (the router, guarded) and `service`'s metrics and gRPC
+    /// behind `guard`, under `transport`'s bounds, until `stop` turns true;
+    /// the caller drains and unloads after.
+    async fn serve(
         self,
+        http: axum::Router,
         service: Arc<Service>,
-        transport: &Transport,
-        access: &Access,
-        tls: Option<&TlsConfigs>,
-        cors: &[String],
-        shutdown: impl Future<Output = ()> + Send + 'static,
+        guard: Guard,
+        transport: Transport,
+        tls: Option<TlsConfigs>,
+        stop: watch::Receiver<bool>,
     ) -> std::io::Result<()> {
-        let (tx, rx) = tokio::sync::watch::channel(false);
         let drain = service.repository.limits().drain_timeout;
-        let access = Arc::new(access.clone());
-        let cors = crate::cors::layer(cors);
-        // The checks wrap the whole router and the whole gRPC service, so every
-        // route is covered; CORS outside them (a preflight carries no key); the
-        // request's span outermost, so refusals are logged inside it too.
-        let guard = |router: axum::Router| {
-            let router = router.layer(axum::middleware::from_fn_with_state(access.clone(), crate::auth::http));
-            let router = match &cors {
-                Some(c) => router.layer(c.clone()),
-                None => router,
-            };
-            router.layer(crate::request_span::RequestSpanLayer)
-        };
         let http = crate::connections::serve_http(
             self.http,
-            guard(crate::http::router(service.clone())),
+            http,
             transport.clone(),
             transport.max_connections,
-            tls.map(|t| t.http.clone()),
-            rx.clone(),
+            tls.as_ref().map(|t| t.http.clone()),
+            stop.clone(),
             drain,
         );
         let metrics = crate::connections::serve_http(
             self.metrics,
-            guard(crate::http::metrics_router(service.clone())),
+            guard.wrap(crate::http::metrics_router(service.clone())),
             transport.clone(),
             crate::connections::METRICS_MAX_CONNECTIONS,
-            tls.and_then(|t| t.metrics.clone()),
-            rx.clone(),
+            tls.as_ref().and_then(|t| t.metrics.clone()),
+            stop.clone(),
             drain,
         );
-        let mut grpc_stopped = rx.clone();
-        let grpc = crate::connections::grpc_builder(transport)
+        let mut grpc_stopped = stop.clone();
+        let grpc = crate::connections::grpc_builder(&transport)
             .layer(crate::request_span::RequestSpanLayer)
-            .layer(crate::auth::GrpcAuthLayer(access.clone()))
+            .layer(crate::auth::GrpcAuthLayer(guard.access))
             .add_service(crate::grpc::server(service.clone()))
-            .add_service(crate::grpc_health::server(service.clone()))
+            .add_service(crate::grpc_health::server(service))
             .serve_with_incoming_shutdown(
-                crate::connections::grpc_incoming(self.grpc, transport, tls.map(|t| t.grpc.clone()), rx),
+                crate::connections::grpc_incoming(self.grpc, &transport, tls.as_ref().map(|t| t.grpc.clone()), stop),
                 async move {
                     let _ = grpc_stopped.wait_for(|&s| s).await;
                 },
             );
-        let trigger = async move {
-            shutdown.await;
-            tracing::info!("shutting down: no new connections; requests in flight finish");
-            let _ = tx.send(true);
+        let (_, g, _) = tokio::join!(http, grpc, metrics);
+        g.map_err(std::io::Error::other)
+    }
+}
+
+/// What wraps every HTTP router: API keys, CORS, the request's span.
+struct Guard {
+    access: Arc<Access>,
+    cors: Option<tower_http::cors::CorsLayer>,
+}
+
+impl Guard {
+    /// The checks wrap the whole router, so every route is covered; CORS
+    /// outside them (a preflight carries no key); the request's span
+    /// outermost, so refusals are logged inside it too.
+    fn wrap(&self, router: axum::Router) -> axum::Router {
+        let router = router.layer(axum::middleware::from_fn_with_state(self.access.clone(), crate::auth::http));
+        let router = match &self.cors {
+            Some(c) => router.layer(c.clone()),
+            None => router,
         };
-        let (_, _, g, _) = tokio::join!(trigger, http, grpc, metrics);
-        service.repository.shutdown().await;
-        g.map_err(std::io::Error::other)?;
-        Ok(())
+        router.layer(crate::request_span::RequestSpanLayer)
     }
 }
 
@@ -173,44 +202,131 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     }
 }
 
-/// Everything `trt serve` needs to run.
+/// Everything the server needs: [`ServeOptions::new`] with the repository,
+/// the rest at their defaults (what `trt serve --model-repository DIR` does
+/// without other flags), then set what differs:
+///
+/// ```
+/// use std::net::Ipv4Addr;
+/// use trt_serve::{Ports, ServeOptions};
+///
+/// let mut options = ServeOptions::new("models");
+/// options.ports = Ports::new(Ipv4Addr::LOCALHOST.into(), 0, 0, 0); // any free ports
+/// options.limits.max_queue = 64;
+/// ```
+///
+/// No `Default`: a server without a repository has nothing to serve, so
+/// the one required field is the constructor's argument.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServeOptions {
-    /// The model repository.
-    pub repository: std::path::PathBuf,
-    /// Listen addresses.
+    /// The model repository (Triton's layout: `DIR/<model>/config.pbtxt`, version folders).
+    pub repository: PathBuf,
+    /// Listen addresses (default [`Ports::default`]: loopback, 8000, 8001, 8002).
     pub ports: Ports,
-    /// Limits.
+    /// Limits (default [`Limits::default`](crate::Limits)).
     pub limits: crate::limits::Limits,
-    /// Connection timeouts and caps.
+    /// Connection timeouts and caps (default [`Transport::default`]).
     pub transport: Transport,
-    /// API keys.
+    /// API keys (default: none, every route open).
     pub access: Access,
-    /// Model-control mode and readiness.
+    /// Model-control mode and readiness (default: [`Mode::None`](crate::Mode::None),
+    /// every model loaded at start, strict readiness, as `trt serve`; note that
+    /// [`ModelControl::default`](crate::ModelControl) is `explicit` instead).
     pub control: crate::model_control::ModelControl,
-    /// TLS for HTTP and gRPC.
+    /// TLS for HTTP and gRPC (default: none, plain).
     pub tls: Option<TlsFiles>,
-    /// Origins browsers may call from (`*`: any); none: no CORS headers.
+    /// Origins browsers may call from (`*`: any); none (the default): no CORS headers.
     pub cors_allow_origin: Vec<String>,
-    /// How versions are opened.
+    /// How versions are opened (default [`NlpLoader::default`](crate::NlpLoader)).
     pub loader: crate::loader::NlpLoader,
-    /// Threads that serve HTTP and gRPC requests (parsing, single-text
-    /// tokenization, encoding the answer); `None`: one per core. Fewer than
-    /// the cores leaves the rest to the batch workers and, on a shared host,
-    /// to the clients.
+    /// Threads of the runtime [`run`] builds to serve HTTP and gRPC
+    /// requests (parsing, single-text tokenization, encoding the answer);
+    /// `None` (the default): one per core. Fewer than the cores leaves the
+    /// rest to the batch workers and, on a shared host, to the clients.
+    /// [`serve`] runs on the caller's runtime and ignores it.
     pub request_threads: Option<std::num::NonZeroUsize>,
 }
 
-/// Runs the server on its own runtime until Ctrl-C or SIGTERM: binds, loads
-/// every model, calls `on_ready` with the bound addresses, serves, drains.
-pub fn run(options: ServeOptions, on_ready: impl FnOnce(Bound)) -> Result<(), crate::ServeError> {
-    let io = |e: std::io::Error| crate::ServeError::Unavailable(e.to_string());
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = options.request_threads {
-        runtime.worker_threads(n.get());
+impl ServeOptions {
+    /// Options serving `repository`, every other field at its default (see the fields).
+    pub fn new(repository: impl Into<PathBuf>) -> Self {
+        ServeOptions {
+            repository: repository.into(),
+            ports: Ports::default(),
+            limits: crate::limits::Limits::default(),
+            transport: Transport::default(),
+            access: Access::default(),
+            control: crate::model_control::ModelControl { mode: crate::model_control::Mode::None, strict_readiness: true },
+            tls: None,
+            cors_allow_origin: Vec::new(),
+            loader: crate::loader::NlpLoader::default(),
+            request_threads: None,
+        }
     }
-    let runtime = runtime.enable_all().build().map_err(io)?;
-    runtime.block_on(async move {
+}
+
+/// A running server, from [`serve`]: where it listens, its HTTP routes,
+/// and its end.
+///
+/// Dropping the handle does not stop the server: the `shutdown` future
+/// given to [`serve`] does. The server runs as a task of the caller's
+/// runtime, so keep the runtime alive until [`stopped`](Self::stopped)
+/// returns, or requests in flight are cut off instead of drained.
+#[derive(Debug)]
+pub struct ServeHandle {
+    bound: Bound,
+    router: axum::Router,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl ServeHandle {
+    /// The addresses actually bound (port 0 resolved).
+    pub fn bound(&self) -> Bound {
+        self.bound
+    }
+
+    /// The HTTP front end (KServe v2 REST, TEI's and OpenAI's embedding
+    /// routes) as an axum 0.8 router, for mounting beside an application's
+    /// own routes (`Router::merge`, or `nest` under a prefix). It serves the
+    /// same models as the server's own HTTP port, behind the same API keys,
+    /// CORS and request spans, with the same body limit; the connection
+    /// bounds ([`Transport`]: header, idle and body timeouts, connection
+    /// cap) are the application's listener's to set. Unknown paths answer
+    /// 404 with trt-serve's JSON error. Once the server has stopped, its
+    /// models are unloaded and inference routes answer 404 or 503.
+    pub fn http_router(&self) -> axum::Router {
+        self.router.clone()
+    }
+
+    /// Waits until the server has stopped: `shutdown` completed, the
+    /// listeners closed, requests in flight answered, every model unloaded.
+    pub async fn stopped(self) -> ServeResult<()> {
+        match self.task.await {
+            Ok(r) => r.map_err(|e| ServeError::Unavailable(e.to_string())),
+            Err(e) => Err(ServeError::Internal(format!("the server task failed: {e}"))),
+        }
+    }
+}
+
+/// A server bound and loaded, not yet serving: what [`serve`] and [`run`] share.
+struct Started {
+    listeners: Listeners,
+    bound: Bound,
+    service: Arc<Service>,
+    guard: Guard,
+    transport: Transport,
+    tls: Option<TlsConfigs>,
+}
+
+fn io(e: std::io::Error) -> ServeError {
+    ServeError::Unavailable(e.to_string())
+}
+
+impl Started {
+    /// Checks the options, binds the listeners (a busy port fails before a
+    /// slow model load), and loads what the model-control mode loads at start.
+    async fn new(options: ServeOptions) -> ServeResult<Self> {
         let tls = options.tls.as_ref().map(TlsFiles::load).transpose()?;
         crate::cors::check(&options.cors_allow_origin)?;
         let listeners = Listeners::bind(&options.ports).await.map_err(io)?;
@@ -219,10 +335,87 @@ pub fn run(options: ServeOptions, on_ready: impl FnOnce(Bound)) -> Result<(), cr
         let repository = crate::repository::Repository::new(&options.repository, options.limits, Arc::new(options.loader))?;
         let repository = Arc::new(repository.with_control(control.clone()));
         crate::repository_sync::load_at_start(&control, &repository).await?;
-        crate::repository_sync::spawn_poller(&control, repository.clone());
-        let shutdown = shutdown_signal();
         let service = Arc::new(Service { repository, metrics: Arc::new(crate::metrics::Metrics::new()) });
-        on_ready(bound);
-        listeners.serve(service, &options.transport, &options.access, tls.as_ref(), &options.cors_allow_origin, shutdown).await.map_err(io)
+        let guard = Guard { access: Arc::new(options.access), cors: crate::cors::layer(&options.cors_allow_origin) };
+        Ok(Started { listeners, bound, service, guard, transport: options.transport, tls })
+    }
+
+    /// Serves on a task of the current runtime until `shutdown` completes.
+    fn spawn(self, shutdown: impl Future<Output = ()> + Send + 'static) -> ServeHandle {
+        let Started { listeners, bound, service, guard, transport, tls } = self;
+        let router = guard.wrap(crate::http::router(service.clone()));
+        let (tx, rx) = watch::channel(false);
+        let poller = crate::repository_sync::spawn_poller(service.repository.control(), service.repository.clone(), rx.clone());
+        let serving = listeners.serve(router.clone(), service.clone(), guard, transport, tls, rx);
+        let task = tokio::spawn(async move {
+            let trigger = async move {
+                shutdown.await;
+                tracing::info!("shutting down: no new connections; requests in flight finish");
+                let _ = tx.send(true);
+            };
+            let (_, served) = tokio::join!(trigger, serving);
+            if let Some(p) = poller {
+                let _ = p.await;
+            }
+            service.repository.shutdown().await;
+            served
+        });
+        ServeHandle { bound, router, task }
+    }
+}
+
+/// Runs the server on the caller's tokio runtime: binds
+/// [`ServeOptions::ports`], loads the repository's models as
+/// [`ServeOptions::control`] says, and returns once it serves, with the
+/// bound addresses and the HTTP router ([`ServeHandle`]). It serves until
+/// `shutdown` completes, then stops accepting, lets requests in flight
+/// finish (each model drains for up to [`Limits::drain_timeout`](crate::Limits)),
+/// and unloads every model; [`ServeHandle::stopped`] waits for that.
+///
+/// Errors: bad TLS files or CORS origins (400 kinds), a port that cannot be
+/// bound ([`ServeError::Unavailable`]), a missing repository or a
+/// `--load-model` name it lacks ([`ServeError::NotFound`]). A model that
+/// fails to load does not fail the call: it is listed unavailable.
+///
+/// ```no_run
+/// # async fn demo() -> trt_serve::ServeResult<()> {
+/// use std::net::Ipv4Addr;
+/// use trt_serve::{Ports, ServeOptions};
+///
+/// let mut options = ServeOptions::new("models");
+/// options.ports = Ports::new(Ipv4Addr::LOCALHOST.into(), 0, 0, 0);
+/// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+/// let server = trt_serve::serve(options, async move {
+///     let _ = stopped.await;
+/// })
+/// .await?;
+/// println!("HTTP on {}", server.bound().http);
+/// // ... later:
+/// let _ = stop.send(());
+/// server.stopped().await?;
+/// # Ok(())
+/// # }
+/// ```
+pub async fn serve(options: ServeOptions, shutdown: impl Future<Output = ()> + Send + 'static) -> ServeResult<ServeHandle> {
+    Ok(Started::new(options).await?.spawn(shutdown))
+}
+
+/// Runs the server on its own runtime until Ctrl-C or SIGTERM: binds, loads
+/// every model, calls `on_ready` with the bound addresses, serves, drains.
+/// What `trt serve` runs; [`serve`] is the same on the caller's runtime.
+pub fn run(options: ServeOptions, on_ready: impl FnOnce(Bound)) -> ServeResult<()> {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = options.request_threads {
+        runtime.worker_threads(n.get());
+    }
+    let runtime = runtime.enable_all().build().map_err(io)?;
+    runtime.block_on(async move {
+        let started = Started::new(options).await?;
+        // After the load (a signal during a long import still ends the
+        // process at once) and before `on_ready` (a signal right after the
+        // announcement stops it gracefully).
+        let server = started.spawn(shutdown_signal());
+        on_ready(server.bound());
+        server.stopped().await
     })
 }

@@ -7,7 +7,7 @@
 //! it stops accepting, lets requests in flight finish and exits 0.
 
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -323,23 +323,16 @@ pub fn run(a: Args) -> Result<()> {
             return Err(CliError::new("give --model-repository DIR, --model-id DIR|ORG/NAME, or --model-dir DIR --model-name NAME"))
         }
     };
-    let ports = Ports {
-        http: SocketAddr::new(a.host, http_port),
-        grpc: SocketAddr::new(a.host, a.grpc_port),
-        metrics: SocketAddr::new(a.host, a.metrics_port),
-    };
-    let options = ServeOptions {
-        repository,
-        ports,
-        limits,
-        transport,
-        access,
-        control,
-        tls,
-        cors_allow_origin: a.cors_allow_origin,
-        loader,
-        request_threads: a.request_threads,
-    };
+    let mut options = ServeOptions::new(repository);
+    options.ports = Ports::new(a.host, http_port, a.grpc_port, a.metrics_port);
+    options.limits = limits;
+    options.transport = transport;
+    options.access = access;
+    options.control = control;
+    options.tls = tls;
+    options.cors_allow_origin = a.cors_allow_origin;
+    options.loader = loader;
+    options.request_threads = a.request_threads;
     trt_serve::run(options, |bound| {
         println!("trt serve: http={} grpc={} metrics={}", bound.http, bound.grpc, bound.metrics);
         let _ = std::io::stdout().flush();

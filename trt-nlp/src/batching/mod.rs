@@ -10,7 +10,7 @@
 //! | `queue` | one FIFO per priority level, bounded in rows; drops cancelled rows, fails expired ones |
 //! | `formation` | where batches are cut: which rows, and now or later |
 //! | `worker` | one batch on the backend; outputs cut per row; failures kept to the batch |
-//! | [`scheduler`](Scheduler) | the batcher thread, the workers, submit and shutdown |
+//! | [`scheduler`](Scheduler) | the batcher thread, the workers, submit and shutdown; [`Scheduler::for_model`] over a [`TextModel`](crate::TextModel) |
 //! | [`metrics`](MetricsSnapshot) | counters and histograms a server exports |
 //! | [`error`](SubmitError) | [`SubmitError`] (refused now), [`RequestError`] (failed later) |
 //!

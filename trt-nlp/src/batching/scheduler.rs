@@ -35,7 +35,7 @@ use super::metrics::{Metrics, MetricsSnapshot};
 use super::queue::{Item, Queue};
 use super::request::{Input, Request};
 use super::worker::run_batch;
-use crate::{Backend, Error, Result, Selection, TokenizerPipeline};
+use crate::{Backend, Error, Result, Selection, TextModel, TokenizerPipeline};
 
 /// What the scheduler's threads share, under one lock.
 struct State {
@@ -166,6 +166,33 @@ impl Scheduler {
         }
         *scheduler.threads.lock().unwrap_or_else(PoisonError::into_inner) = threads;
         Ok(scheduler)
+    }
+
+    /// A scheduler over `model`'s backend and tokenizer pipeline (see
+    /// [`new`](Self::new)). Rows come back raw unless a request selects
+    /// outputs: [`TextModel::embedding`] gives the model's pooled sentence
+    /// embedding, [`TextModel::logits`] its logits.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::sync::Arc;
+    /// use trt_nlp::batching::{BatchingConfig, Request, Scheduler};
+    /// use trt_nlp::TextModel;
+    ///
+    /// # // A small random-weight embedding model made by sentence-transformers (tests/data/hf/).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+    /// let model = TextModel::open(path)?;
+    /// let scheduler = Scheduler::for_model(&model, BatchingConfig::default())?;
+    /// let embedding = Arc::new(model.embedding()?);
+    /// let handle = scheduler.submit(Request::text("Batch me with others.").select(embedding))?;
+    /// let response = handle.wait()?;
+    /// assert_eq!(response.rows()[0].output("embedding").map(|e| e.ndim()), Some(1)); // one [dim] vector
+    /// scheduler.shutdown();
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn for_model(model: &TextModel, config: BatchingConfig) -> Result<Self> {
+        Self::new(model.backend().clone(), model.pipeline().clone(), config)
     }
 
     /// Accepts a request or refuses it at once. Texts are tokenized here, on

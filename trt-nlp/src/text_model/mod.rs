@@ -10,6 +10,10 @@
 //! | [`Selection`] | which outputs a caller wants: raw model outputs by name, and the pooled [`EMBEDDING`]; computed per batch or per row |
 //! | [`OutputRows`] | one selected output for some texts, as f32 rows; rows of different batches put together |
 //!
+//! [`TextModel::score_pairs`] scores `(query, passage)` pairs on a
+//! cross-encoder; [`Scheduler::for_model`](crate::batching::Scheduler::for_model)
+//! batches the requests of many threads over a model.
+//!
 //! The batching scheduler computes a request's [`Selection`] in its workers
 //! ([`Request::select`](crate::batching::Request::select)), so what comes
 //! back are the rows asked for, pooled where asked, never whole batches.
@@ -34,10 +38,10 @@ use std::time::{Duration, Instant};
 use ndarray::{Array2, ArrayView1};
 
 use crate::backend::{Backend, BackendChoice, BackendOptions};
-use crate::texts::for_each_batch;
+use crate::texts::{for_each_batch, for_each_row_batch};
 use crate::{
-    scores, top_k, BatchLayout, EncodedBatch, Error, HelperOptions, Labels, ModelFolder, ModelLayout, Pooling, Prediction, Result,
-    ScoreActivation, TokenRow, TokenizerPipeline,
+    scores, top_k, BatchLayout, EncodedBatch, Error, HelperOptions, Labels, ModelFolder, ModelLayout, PairTruncation, Pooling, Prediction,
+    Result, ScoreActivation, TokenRow, TokenizerPipeline, TruncationSide,
 };
 
 mod builder;
@@ -338,6 +342,67 @@ impl TextModel {
             Ok(())
         })?;
         Ok(all.into_inner().unwrap_or_else(PoisonError::into_inner).into_iter().flatten().collect())
+    }
+
+    /// The score of each `(query, passage)` pair on a cross-encoder (a
+    /// reranker), in their order: each pair tokenized as the model's
+    /// tokenizer pairs two texts ([`TokenizerPipeline::tokenize_pairs`]; a
+    /// pair past the model's length loses tokens from its longer side
+    /// first), pairs run in batches of similar length, and the pair's one
+    /// logit scored by the head's [`activation`](Head::activation) (sigmoid
+    /// for a sentence-transformers cross-encoder, as its `predict`). Fails
+    /// when the model gives other than one logit per pair (an NLI classifier:
+    /// [`Classifier::score_pairs`](crate::Classifier::score_pairs) returns
+    /// every logit); an empty input gives an empty result.
+    ///
+    /// ```
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight cross-encoder made by sentence-transformers (tests/data/hf/).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/roberta-cross-encoder");
+    /// let model = trt_nlp::TextModel::open(path)?;
+    /// let scores = model.score_pairs(&[("How old is the moon?", "About 4.5 billion years."), ("How old is the moon?", "Paris.")])?;
+    /// assert_eq!(scores.len(), 2);
+    /// assert!(scores.iter().all(|s| (0.0..=1.0).contains(s))); // its head says sigmoid
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn score_pairs<A, B>(&self, pairs: &[(A, B)]) -> Result<Vec<f32>>
+    where
+        A: AsRef<str> + Sync,
+        B: AsRef<str> + Sync,
+    {
+        let logits = self.pair_logits(pairs, PairTruncation::LongestFirst)?;
+        if let Some(l) = logits.iter().find(|l| l.len() != 1) {
+            return Err(Error::InvalidConfig(format!(
+                "score_pairs needs a model with one logit per pair (a cross-encoder); this one gives {} (Classifier::score_pairs returns them all)",
+                l.len()
+            )));
+        }
+        let column =
+            Array2::from_shape_vec((logits.len(), 1), logits.concat()).map_err(|e| Error::InvalidConfig(format!("logits: {e}")))?;
+        Ok(scores(column.view(), self.head.activation).into_iter().collect())
+    }
+
+    /// The logits of each `(first, second)` pair, in their order: tokenized
+    /// as the model's tokenizer pairs them, too-long pairs cut by `strategy`,
+    /// batched like texts.
+    pub(crate) fn pair_logits<A, B>(&self, pairs: &[(A, B)], strategy: PairTruncation) -> Result<Vec<Vec<f32>>>
+    where
+        A: AsRef<str> + Sync,
+        B: AsRef<str> + Sync,
+    {
+        let selection = self.logits()?;
+        let rows = self.pipeline.tokenize_pairs(pairs, strategy, TruncationSide::Right)?;
+        let all: Mutex<Vec<Vec<f32>>> = Mutex::new(vec![Vec::new(); rows.len()]);
+        for_each_row_batch(&*self.backend, &self.pipeline, &rows, &self.reads(&selection), |order, layout, outputs| {
+            let logits = one(selection.tensors(layout, outputs, order.len())?)?;
+            let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
+            for (k, &i) in order.iter().enumerate() {
+                all[i] = logits.row(k).unwrap_or_default().to_vec();
+            }
+            Ok(())
+        })?;
+        Ok(all.into_inner().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The `selection` of `texts`, one row per text in their order. Texts
