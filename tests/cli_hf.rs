@@ -40,7 +40,7 @@ fn assert_ok(o: &Output, what: &str) {
 
 /// Every fixture family; only the TensorRT build test walks them all.
 #[cfg(feature = "tensorrt")]
-const FAMILIES: [&str; 15] = [
+const FAMILIES: [&str; 20] = [
     "bert-hub",
     "bert-st5",
     "bert-multi",
@@ -56,6 +56,11 @@ const FAMILIES: [&str; 15] = [
     "mpnet-cls2",
     "xlmr-cls2",
     "electra-cls2",
+    "modernbert-mean",
+    "qwen3-embed",
+    "qwen3-reranker",
+    "bert-ner",
+    "splade",
 ];
 
 #[cfg(feature = "tensorrt")]
