@@ -545,3 +545,32 @@ fn cuda_all_minilm_l6_v2_fp16_matches_sentence_transformers() {
         assert!(cos >= 0.999, "{precision:?}: cosine {cos}");
     }
 }
+
+/// A HuggingFace folder that ships `onnx/model.onnx` and no safetensors
+/// weights is used as it is: here all-MiniLM-L6-v2's folder with the graph
+/// `scripts/make_default_model.py` wrote from the same weights (an export
+/// made without this project's importer: `last_hidden_state` out, pooling on
+/// the host), cut at its 256 tokens, against sentence-transformers.
+#[test]
+fn a_folder_that_ships_onnx_is_used_as_it_is() {
+    let deps = deps::deps_dir();
+    let graph = deps.join("models/minilm/model.onnx");
+    assert!(graph.is_file(), "{} is missing: run scripts/setup", graph.display());
+    let dir = tempfile::tempdir().unwrap();
+    for f in
+        ["config.json", "tokenizer.json", "tokenizer_config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"]
+    {
+        let to = dir.path().join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(deps.join("minilm").join(f), to).unwrap();
+    }
+    std::fs::create_dir_all(dir.path().join("onnx")).unwrap();
+    std::os::unix::fs::symlink(&graph, dir.path().join("onnx/model.onnx")).unwrap();
+    let model =
+        TextModel::open_with(dir.path(), BackendChoice::OnnxRuntime, &BackendOptions::default(), &HelperOptions::default()).unwrap();
+    assert_eq!(model.max_seq(), 256);
+    let r = reference("all-minilm-l6-v2");
+    let (cos, diff) = compare(&model.embed(&strings(&r["texts"])).unwrap(), &matrix(&r["embeddings"]));
+    println!("all-MiniLM-L6-v2 from its shipped ONNX graph: worst cosine {cos:.7}, max abs diff {diff:.2e}");
+    assert!(cos >= 0.9999 && diff <= 1e-4, "cosine {cos}, diff {diff}");
+}

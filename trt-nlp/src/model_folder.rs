@@ -10,6 +10,9 @@
 //! | `modules.json` | whether sentence-transformers normalises (a `Normalize` module); without the file, embeddings are normalised |
 //! | `trt_model.json` | written by the importer ([`trt_hf::Descriptor`]): the graph computes the embedding itself; where texts are cut, prompts, the score activation |
 //!
+//! A HuggingFace folder that ships `onnx/model.onnx` and no safetensors
+//! weights uses that graph as it is, with the folder's conventions (where
+//! texts are cut, mean or CLS pooling and normalisation on the host).
 //! A HuggingFace folder (`config.json` and safetensors weights, with or
 //! without sentence-transformers files, and no model file of ours) is
 //! imported first ([`trt_hf::import_cached`]: the ONNX graph written from its
@@ -79,6 +82,9 @@ impl ModelFolder {
             Ok(p) => p,
             Err(_) => path.to_owned(),
         };
+        if path.is_dir() && ships_onnx_only(path) {
+            return Self::shipped_onnx(path, tokenizer);
+        }
         if path.is_dir() && trt_hf::is_hf_folder(path) {
             let imported = trt_hf::import_cached(path, &trt_hf::default_cache(), options)?;
             return Self::open_imported(imported, tokenizer, options);
@@ -94,6 +100,33 @@ impl ModelFolder {
             (dir, path.to_owned())
         };
         Self::with_model(dir, model, tokenizer)
+    }
+
+    /// A HuggingFace folder that ships its graph (`onnx/model.onnx`, as
+    /// many hub repositories do) and no safetensors weights: the graph is
+    /// used as it is, with the folder's conventions read as the importer
+    /// reads them (where texts are cut, sentence-transformers' pooling and
+    /// normalisation, done on the host: mean or CLS pooling only, no Dense).
+    fn shipped_onnx(dir: &Path, tokenizer: Option<PathBuf>) -> Result<Self> {
+        let hf = trt_hf::HfFolder::open(dir)?;
+        let mut folder = Self::with_model(dir.to_owned(), dir.join("onnx").join("model.onnx"), tokenizer.or(Some(hf.tokenizer.clone())))?;
+        let unsupported = |what: &str| {
+            Error::InvalidConfig(format!(
+                "{}: {what} needs the graph written from the weights (model.safetensors); onnx/model.onnx is used with mean or CLS pooling alone",
+                dir.display()
+            ))
+        };
+        folder.pooling = match hf.sentence.pooling().map(|(modes, _)| modes) {
+            None | Some([trt_hf::st::PoolingMode::Mean]) => Pooling::Mean,
+            Some([trt_hf::st::PoolingMode::Cls]) => Pooling::Cls,
+            Some(modes) => return Err(unsupported(&format!("pooling {:?}", modes.iter().map(|m| m.name()).collect::<Vec<_>>()))),
+        };
+        if hf.sentence.modules.iter().any(|m| matches!(m, trt_hf::st::Module::Dense(_))) {
+            return Err(unsupported("a Dense module"));
+        }
+        folder.normalize = hf.sentence.modules.iter().any(|m| matches!(m, trt_hf::st::Module::Normalize));
+        folder.max_positions = Some(hf.max_seq_length());
+        Ok(folder)
     }
 
     /// The files of `dir` for the model file `model`; `tokenizer`, when
@@ -157,6 +190,14 @@ impl ModelFolder {
         }
         backend::open(&self.model, choice, &options)
     }
+}
+
+/// Whether `dir` is a HuggingFace folder that ships `onnx/model.onnx` and
+/// no weights to write a graph from (nor a model file of this project).
+fn ships_onnx_only(dir: &Path) -> bool {
+    let weights = ["model.safetensors", "model.safetensors.index.json"].iter().any(|f| dir.join(f).is_file());
+    let own = MODEL_FILES.iter().any(|f| dir.join(f).is_file());
+    !weights && !own && dir.join("onnx").join("model.onnx").is_file() && dir.join("config.json").is_file()
 }
 
 /// Where `model` is: the path itself when it exists, else, when it reads
