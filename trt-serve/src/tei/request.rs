@@ -369,10 +369,9 @@ mod tests {
         assert!(matches!(refusal(embed(br#"{"inputs": [-1]}"#, &B, 384)), Refusal::Invalid { param: "inputs", .. }));
         assert!(matches!(refusal(embed(br#"{"inputs": [[]]}"#, &B, 384)), Refusal::Invalid { param: "inputs", .. }));
         assert!(matches!(refusal(embed(br#"{"inputs": "a", "truncation_direction": "up"}"#, &B, 384)), Refusal::Invalid { .. }));
-        assert!(matches!(
-            refusal(embed(br#"{"inputs": "a", "prompt_name": "query"}"#, &B, 384)),
-            Refusal::Invalid { param: "prompt_name", .. }
-        ));
+        assert!(matches!(refusal(embed(br#"{"inputs": "a", "prompt_name": 3}"#, &B, 384)), Refusal::Invalid { param: "prompt_name", .. }));
+        // A name is taken here; whether the model has that prompt is the route's to say.
+        assert_eq!(embed(br#"{"inputs": "a", "prompt_name": "query"}"#, &B, 384).unwrap().prompt_name.as_deref(), Some("query"));
     }
 
     #[test]
