@@ -159,19 +159,6 @@ impl Descriptor {
         }
         Ok(Some(d))
     }
-
-    /// The prompt `name`, the default prompt when `name` is `None`, or an
-    /// error listing the prompts there are. `Some("")` means no prompt.
-    pub fn prompt(&self, name: Option<&str>) -> std::result::Result<&str, String> {
-        let name = match name.or(self.default_prompt_name.as_deref()) {
-            None | Some("") => return Ok(""),
-            Some(n) => n,
-        };
-        self.prompts.iter().find(|(n, _)| n == name).map(|(_, p)| p.as_str()).ok_or_else(|| {
-            let names: Vec<&str> = self.prompts.iter().map(|(n, _)| n.as_str()).collect();
-            format!("no prompt named '{name}' (the model has {names:?})")
-        })
-    }
 }
 
 /// Writes the servable folder for `src` into `out` (created; files there

@@ -264,11 +264,6 @@ impl SentenceConfig {
             _ => None,
         })
     }
-
-    /// The prompt called `name`.
-    pub fn prompt(&self, name: &str) -> Option<&str> {
-        self.prompts.iter().find(|(n, _)| n == name).map(|(_, p)| p.as_str())
-    }
 }
 
 /// A module's folder: a relative path inside `dir` (never `..` or absolute).
