@@ -37,6 +37,8 @@ use crate::output::emit;
 
 /// Arguments of `trt compare`.
 #[derive(Debug, clap::Args)]
+// --fp16 means something with --layers (how a plan was built) or --reference (the import's precision).
+#[command(group(clap::ArgGroup::new("fp16_use").args(["layers", "reference"]).multiple(true)))]
 pub struct Args {
     /// The reference model (ONNX), or a TensorRT plan to check against the other model.
     pub a: PathBuf,
@@ -89,7 +91,7 @@ pub struct Args {
     pub threads: usize,
     /// --layers with a plan: it was built with `trt build --fp16` (the rebuild converts the same way);
     /// --reference: a HuggingFace folder is imported in FP16.
-    #[arg(long, help_heading = "Rebuilding a plan for --layers")]
+    #[arg(long, requires = "fp16_use", help_heading = "Rebuilding a plan for --layers")]
     pub fp16: bool,
     /// --layers with a plan: the builder optimization level it was built with.
     #[arg(long, value_name = "N", requires = "layers", value_parser = clap::value_parser!(i32).range(0..=5),
@@ -311,9 +313,6 @@ pub fn run(args: Args) -> Result<()> {
             atol: args.atol,
             json: args.json,
         });
-    }
-    if args.fp16 && !args.layers {
-        return Err(CliError::new("--fp16 is for --layers with a plan, or --reference with a HuggingFace folder"));
     }
     let b = args.b.clone().ok_or_else(|| CliError::new("give the model to compare with A, or --reference FILE"))?;
     let (reference_path, checked_path, checked_kind) = match (kind(&args.a)?, kind(&b)?) {
