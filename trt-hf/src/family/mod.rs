@@ -87,9 +87,9 @@ pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<String> {
     let x = match (cfg.family, &cfg.rotary) {
         (Family::Qwen3, Some(rot)) => return qwen3::encoder(g, w, cfg, rot),
         (Family::ModernBert, Some(rot)) => return modernbert::encoder(g, w, cfg, rot),
-        (Family::Bert, _) => bert::embeddings(g, w, cfg)?,
         (Family::Roberta, _) => roberta::embeddings(g, w, cfg)?,
-        (Family::DistilBert, _) => distilbert::embeddings(g, w, cfg)?,
+        // DistilBERT's are BERT's with no token-type table.
+        (Family::Bert | Family::DistilBert, _) => bert::embeddings(g, w, cfg)?,
         (Family::MpNet, _) => roberta::embeddings_without_types(g, w, cfg)?,
         (Family::ModernBert | Family::Qwen3, _) => return Err(no_head(w, cfg, "an encoder without rotary settings")),
     };
