@@ -548,17 +548,19 @@ async fn http_connection<I: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
 }
 
 /// Accepts gRPC connections on `listener` under `t`'s cap and preface
-/// deadline, until `stopped`, as the stream tonic serves from.
+/// deadline, until `stopped`, as the stream tonic serves from, with the
+/// task that accepts (it owns the listener, so the port is closed once it
+/// has ended).
 pub(crate) fn grpc_incoming(
     listener: TcpListener,
     t: &Transport,
     tls: Option<Arc<rustls::ServerConfig>>,
     mut stopped: watch::Receiver<bool>,
-) -> tokio_stream::wrappers::ReceiverStream<io::Result<GrpcConn>> {
+) -> (tokio_stream::wrappers::ReceiverStream<io::Result<GrpcConn>>, tokio::task::JoinHandle<()>) {
     let (tx, rx) = tokio::sync::mpsc::channel(1);
     let cap = Arc::new(Semaphore::new(t.max_connections));
     let (header_timeout, idle_timeout) = (t.header_timeout, t.grpc_idle_timeout);
-    tokio::spawn(async move {
+    let accepting = tokio::spawn(async move {
         while let Some((stream, slot)) = accept(&listener, &cap, &mut stopped).await {
             let preface = Some((Box::pin(tokio::time::sleep(header_timeout)), H2_PREFACE_LEN));
             let quiet = Some(QuietTimer::new(idle_timeout));
@@ -581,7 +583,7 @@ pub(crate) fn grpc_incoming(
             }
         }
     });
-    tokio_stream::wrappers::ReceiverStream::new(rx)
+    (tokio_stream::wrappers::ReceiverStream::new(rx), accepting)
 }
 
 /// A gRPC connection, plain or TLS.

@@ -135,18 +135,19 @@ impl Listeners {
             drain,
         );
         let mut grpc_stopped = stop.clone();
+        let (incoming, accepting) = crate::connections::grpc_incoming(self.grpc, &transport, tls.as_ref().map(|t| t.grpc.clone()), stop);
         let grpc = crate::connections::grpc_builder(&transport)
             .layer(crate::request_span::RequestSpanLayer)
             .layer(crate::auth::GrpcAuthLayer(guard.access))
             .add_service(crate::grpc::server(service.clone()))
             .add_service(crate::grpc_health::server(service))
-            .serve_with_incoming_shutdown(
-                crate::connections::grpc_incoming(self.grpc, &transport, tls.as_ref().map(|t| t.grpc.clone()), stop),
-                async move {
-                    let _ = grpc_stopped.wait_for(|&s| s).await;
-                },
-            );
+            .serve_with_incoming_shutdown(incoming, async move {
+                let _ = grpc_stopped.wait_for(|&s| s).await;
+            });
         let (_, g, _) = tokio::join!(http, grpc, metrics);
+        // The accepting task owns the gRPC listener: once it has ended, the
+        // port is closed, which `ServeHandle::stopped` promises.
+        let _ = accepting.await;
         g.map_err(std::io::Error::other)
     }
 }
