@@ -22,7 +22,7 @@ use crate::backend::{Backend, Fill, OutputView, Outputs, Read};
 use crate::layout::{OutputSpec, PooledFrom};
 use crate::{ElementType, EncodedBatch, Error, InputRole, InputSpec, ModelLayout, Pooling, Result};
 
-pub use trt_onnx::runtime::{cuda_device_count, BoundTensor, Optimization, Provider};
+pub use trt_onnx::runtime::{cuda_device_count, cuda_usable, BoundTensor, Optimization, Provider};
 
 /// How the ONNX Runtime backend runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,19 +191,18 @@ impl OrtBackend {
         };
         let sessions = options.sessions.max(1);
         let mut slots = Vec::with_capacity(sessions);
+        // What the first session settles (row buckets where graphs cannot
+        // capture the model) holds for the others, which then neither retry
+        // the capture nor warn again.
+        let (mut graph_max_batch, mut row_buckets) = (options.cuda_graph_max_batch, options.cuda_row_buckets);
         if let Some(device) = cuda_device {
             drop(first);
             for _ in 0..sessions {
-                match CudaStaging::new(
-                    &open,
-                    &session_options,
-                    device,
-                    &layout,
-                    options.cuda_graph_max_batch,
-                    options.cuda_row_buckets,
-                    options.cuda_host_wait,
-                )? {
-                    Ok(staging) => slots.push(Slot::Cuda(Box::new(staging))),
+                match CudaStaging::new(&open, &session_options, device, &layout, graph_max_batch, row_buckets, options.cuda_host_wait)? {
+                    Ok(staging) => {
+                        (graph_max_batch, row_buckets) = staging.shapes();
+                        slots.push(Slot::Cuda(Box::new(staging)))
+                    }
                     Err(why) => {
                         tracing::info!("{}: no IO binding on CUDA ({why}); ONNX Runtime stages through host memory", path.display());
                         let options = SessionOptions { provider: Provider::Cuda { device }, ..session_options.clone() };
@@ -223,7 +222,7 @@ impl OrtBackend {
         }
         let outputs = layout.outputs.iter().map(|o| o.name.clone()).collect();
         // Sequences padded to multiples of 8: fewer graphs, fewer shapes.
-        let shape_buckets = cuda_device.is_some() && (options.cuda_graph_max_batch > 0 || options.cuda_row_buckets);
+        let shape_buckets = cuda_device.is_some() && (graph_max_batch > 0 || row_buckets);
         Ok(OrtBackend { pool: Pool::from_items(slots), layout, outputs, provider, cuda_device, shape_buckets })
     }
 

@@ -84,8 +84,8 @@ impl CudaStaging {
         base: &SessionOptions,
         device_index: u32,
         layout: &ModelLayout,
-        graph_max_batch: usize,
-        row_buckets: bool,
+        mut graph_max_batch: usize,
+        mut row_buckets: bool,
         host_wait: HostWait,
     ) -> Result<std::result::Result<Self, String>> {
         let device = Device::new(device_index as usize)?;
@@ -97,7 +97,21 @@ impl CudaStaging {
         let mut cuda: CudaOptions = base.cuda;
         cuda.graphs = graph_max_batch > 0;
         options.cuda = unsafe { cuda.with_stream(stream.as_raw().cast()) };
-        let session = open(&options)?;
+        let session = match open(&options) {
+            // A speed option never stops a model from loading: ONNX Runtime
+            // refuses CUDA graphs for a model whose nodes are not all on the
+            // CUDA provider (shape arithmetic it places on the CPU, an
+            // operator without a CUDA kernel). Row buckets bound the shapes
+            // the same way, without the capture.
+            Err(e) if cuda.graphs && refuses_capture(&e) => {
+                tracing::warn!("CUDA graphs cannot capture this model, so batches run at row buckets instead: {e}");
+                graph_max_batch = 0;
+                row_buckets = true;
+                options.cuda.graphs = false;
+                open(&options)?
+            }
+            other => other?,
+        };
         let (batch_sym, seq_sym) = symbols(session.inputs());
         let mut outputs = Vec::new();
         for (index, spec) in layout.outputs.iter().enumerate() {
@@ -144,6 +158,13 @@ impl CudaStaging {
             captures,
             _stream: stream,
         }))
+    }
+
+    /// The largest batch that runs as a CUDA graph (0: none), and whether
+    /// larger batches run at row buckets: what was asked for, or the row
+    /// buckets that replaced graphs ONNX Runtime cannot capture.
+    pub(crate) fn shapes(&self) -> (usize, bool) {
+        (self.graph_max_batch, self.row_buckets)
     }
 
     /// The tensors bound now (addresses and shapes).
@@ -299,4 +320,11 @@ fn elements(dims: &[Dim], batch: usize, seq: usize) -> usize {
 
 fn view<'a, T>(data: &'a [T], shape: &[usize]) -> Result<ArrayViewD<'a, T>> {
     ArrayViewD::from_shape(IxDyn(shape), data).map_err(|e| Error::InvalidConfig(format!("output of shape {shape:?}: {e}")))
+}
+
+/// Whether ONNX Runtime refused a session because CUDA-graph capture cannot
+/// cover the model (its message: "This session cannot use the graph capture
+/// feature as requested by the user ...").
+fn refuses_capture(e: &trt_onnx::Error) -> bool {
+    matches!(e, trt_onnx::Error::Ort { message, .. } if message.contains("graph capture"))
 }
