@@ -31,6 +31,8 @@ pub struct Args {
     /// sentence-transformers files) or org/name[@revision] in the local HuggingFace cache
     /// ($HF_HUB_CACHE, $HF_HOME/hub; nothing is downloaded). It is imported on first use
     /// (the graph written from its weights, cached by content); no config.pbtxt is needed.
+    /// Where ONNX Runtime can run on a GPU it is served there: two sessions per GPU, CUDA
+    /// graphs, and row buckets where ONNX Runtime cannot capture the model.
     #[arg(long, value_name = "DIR|ORG/NAME")]
     pub model_id: Option<String>,
 
@@ -47,6 +49,11 @@ pub struct Args {
     /// With --model-id: write the encoder in ONNX Runtime's fused operators (faster on CUDA).
     #[arg(long, requires = "model_id")]
     pub fused: bool,
+
+    /// With --model-id: --fused with the encoder layers on the batch's real tokens only
+    /// (no padding computed; ONNX Runtime's CUDA provider only).
+    #[arg(long, requires = "model_id", conflicts_with = "fused")]
+    pub packed: bool,
 
     /// With --model-id: the most texts one batch runs.
     #[arg(long, default_value_t = 32, requires = "model_id")]
@@ -307,7 +314,7 @@ pub fn run(a: Args) -> Result<()> {
         (None, Some(id), name) => {
             let name = name.clone().unwrap_or_else(|| default_model_name(id));
             let precision = if a.fp16 { trt_hf::Precision::Fp16 } else { trt_hf::Precision::Fp32 };
-            let form = if a.fused { trt_hf::Form::Fused } else { trt_hf::Form::Plain };
+            let form = crate::cmd::import::form(a.fused, a.packed);
             let options = trt_hf::ImportOptions::default().with_precision(precision).with_form(form);
             let view = SingleModel::from_hf(id, &name, &trt_hf::default_cache(), &options, a.max_batch)
                 .map_err(|e| CliError::new(e.to_string()))?;

@@ -65,6 +65,14 @@ pub fn cuda_device_count() -> Result<usize> {
     COUNT.get_or_init(probe_driver).clone().map_err(|reason| Error::CudaDriver { reason })
 }
 
+/// Whether sessions can run on CUDA here: the ONNX Runtime library loads
+/// and has the CUDA provider, and the driver reports a GPU. For choosing
+/// defaults (a server puts a model on the GPU where this holds); an explicit
+/// [`Provider::Cuda`](super::Provider::Cuda) still reports why it cannot run.
+pub fn cuda_usable() -> bool {
+    OrtLibrary::load().is_ok_and(|l| l.has_provider("CUDAExecutionProvider")) && cuda_device_count().is_ok_and(|n| n > 0)
+}
+
 fn probe_driver() -> std::result::Result<usize, String> {
     // SAFETY: the driver library's initialisers are benign; the handle stays
     // loaded for the process (as every CUDA user keeps it).

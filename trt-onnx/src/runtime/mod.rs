@@ -7,6 +7,6 @@ mod library;
 mod session;
 
 pub use binding::{BoundTensor, IoBinding};
-pub use cuda::{cuda_device_count, CudaOptions};
+pub use cuda::{cuda_device_count, cuda_usable, CudaOptions};
 pub use library::{OrtLibrary, MIN_MINOR_VERSION};
 pub use session::{ElementType, InputTensor, Optimization, OutputRef, OutputTensor, Provider, Session, SessionOptions, TensorInfo};
