@@ -343,3 +343,41 @@ fn splade_folders_are_read_and_what_they_cannot_be_is_refused() {
     let err = import_err(dir.path()).to_string();
     assert!(err.contains("without SpladePooling"), "{err}");
 }
+
+/// The operator types of `dir/model.onnx`, counted.
+fn op_counts(dir: &Path) -> std::collections::BTreeMap<String, usize> {
+    let model = trt_onnx::graph::Model::load(dir.join("model.onnx")).unwrap();
+    let mut counts = std::collections::BTreeMap::new();
+    for n in &model.graph().node {
+        *counts.entry(n.op_type.clone().unwrap_or_default()).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// The packed form's layout (its operators run on ONNX Runtime's CUDA
+/// provider only, so its numbers are checked on the GPU host by nlp_hf's
+/// CUDA test): one RemovePadding after the embeddings, a PackedAttention in
+/// every layer in place of Attention (MPNet's relative-position bias as its
+/// sixth input), one RestorePadding before the heads; rotary families are
+/// written plain.
+#[test]
+fn the_packed_form_runs_every_layer_on_the_real_tokens() {
+    for (name, layers) in [("bert-hub", 2), ("mpnet-mean", 2)] {
+        let out = tempfile::tempdir().unwrap();
+        let options = ImportOptions::default().with_form(trt_hf::Form::Packed);
+        let d = import(&fixtures().join(name), out.path(), &options).unwrap();
+        assert_eq!(d.form, trt_hf::Form::Packed);
+        let ops = op_counts(out.path());
+        let count = |op: &str| ops.get(op).copied().unwrap_or(0);
+        assert_eq!((count("RemovePadding"), count("RestorePadding")), (1, 1), "{name}: {ops:?}");
+        assert_eq!((count("PackedAttention"), count("Attention")), (layers, 0), "{name}: {ops:?}");
+        let model = trt_onnx::graph::Model::load(out.path().join("model.onnx")).unwrap();
+        let attention: Vec<_> = model.graph().node.iter().filter(|n| n.op_type.as_deref() == Some("PackedAttention")).collect();
+        let with_bias = attention.iter().all(|n| n.input.len() == 6);
+        assert_eq!(with_bias, name.starts_with("mpnet"), "{name}: the relative-position bias goes to every layer");
+    }
+    let out = tempfile::tempdir().unwrap();
+    let d = import(&fixtures().join("modernbert-mean"), out.path(), &ImportOptions::default().with_form(trt_hf::Form::Packed)).unwrap();
+    assert_eq!(d.form, trt_hf::Form::Plain, "a rotary family is written plain");
+    assert_eq!(op_counts(out.path()).get("RemovePadding"), None);
+}

@@ -485,7 +485,8 @@ fn opens_directly_child() {
 }
 
 /// Every embedding fixture and classifier imported in FP32 and FP16 (and
-/// the embedding models in fused operators, FP16) and run on CUDA: FP32
+/// the embedding models in fused operators, FP16, and packed, FP32 and
+/// FP16: ONNX Runtime has the packed operators on CUDA only) and run on CUDA: FP32
 /// within 1e-4 of the libraries (cosine 0.9999), FP16 embeddings cosine
 /// 0.999 and classifier scores within 2e-3.
 #[test]
@@ -500,6 +501,8 @@ fn cuda_imports_match_the_libraries_in_fp32_and_fp16() {
             (trt_hf::Form::Plain, Precision::Fp32, 0.9999, 1e-4),
             (trt_hf::Form::Plain, Precision::Fp16, 0.999, f32::INFINITY),
             (trt_hf::Form::Fused, Precision::Fp16, 0.999, f32::INFINITY),
+            (trt_hf::Form::Packed, Precision::Fp32, 0.9999, 1e-4),
+            (trt_hf::Form::Packed, Precision::Fp16, 0.999, f32::INFINITY),
         ] {
             let out = tempfile::tempdir().unwrap();
             let options = ImportOptions::default().with_precision(precision).with_form(form);

@@ -47,6 +47,11 @@ pub const MS_DOMAIN: &str = "com.microsoft";
 pub struct Graph {
     /// Write ONNX Runtime's fused operators where they exist ([`Graph::fused`]).
     fused: bool,
+    /// Run the encoder layers on the real tokens only ([`Graph::packed`]).
+    packed: bool,
+    /// While the layers run packed: the token offsets and the cumulative
+    /// sequence lengths [`Graph::remove_padding`] wrote.
+    packing: Option<(String, String)>,
     nodes: Vec<NodeProto>,
     inits: Vec<TensorProto>,
     inputs: Vec<ValueInfoProto>,
@@ -109,6 +114,49 @@ impl Graph {
     /// Whether this graph is written in fused operators.
     pub fn is_fused(&self) -> bool {
         self.fused
+    }
+
+    /// A graph in fused operators whose encoder layers run on the batch's
+    /// real tokens only: ONNX Runtime's `RemovePadding` packs the
+    /// embeddings to `[tokens, hidden]`, the layers' matrix products and
+    /// `PackedAttention` cost what the texts hold instead of rows x the
+    /// longest, and `RestorePadding` lays the last state out as `[B, S,
+    /// hidden]` again for the heads. Those three operators exist on ONNX
+    /// Runtime's CUDA provider only.
+    pub fn packed() -> Self {
+        Graph { fused: true, packed: true, ..Graph::default() }
+    }
+
+    /// Whether the encoder layers run packed ([`Graph::packed`]).
+    pub fn is_packed(&self) -> bool {
+        self.packed
+    }
+
+    /// `x` (`[B, S, hidden]`, right-padded) without its padding,
+    /// `[tokens, hidden]`, given `mask_index` (each row's length). Until
+    /// [`Graph::restore_padding`], [`Graph::fused_attention`] writes
+    /// `PackedAttention` over these offsets.
+    pub fn remove_padding(&mut self, x: &str, mask_index: &str) -> String {
+        let node = self.fresh("RemovePadding");
+        let outs: Vec<String> =
+            ["packed", "token_offset", "cumulative_lengths", "max_length"].iter().map(|o| format!("{node}_{o}")).collect();
+        self.nodes.push(NodeProto {
+            op_type: Some("RemovePadding".into()),
+            name: Some(node),
+            domain: Some(MS_DOMAIN.into()),
+            input: vec![x.to_string(), mask_index.to_string()],
+            output: outs.clone(),
+            ..Default::default()
+        });
+        self.packing = Some((outs[1].clone(), outs[2].clone()));
+        outs[0].clone()
+    }
+
+    /// The packed `x` (`[tokens, hidden]`) back at `[B, S, hidden]`, padding
+    /// rows zero; the layers after it are written unpacked again.
+    pub fn restore_padding(&mut self, x: &str) -> String {
+        let (offsets, _) = self.packing.take().expect("restore_padding follows remove_padding");
+        self.ms_op("RestorePadding", "RestorePadding", &[x, &offsets], vec![])
     }
 
     /// A node of ONNX Runtime's operator `op` (domain `com.microsoft`).
@@ -421,6 +469,11 @@ impl Graph {
         }
         let wq = self.floats(&format!("{name}/qkv.weight"), &[hidden, 3 * hidden], &packed);
         let bq = self.floats(&format!("{name}/qkv.bias"), &[3 * hidden], &packed_bias);
+        if let Some((offsets, lengths)) = self.packing.clone() {
+            let mut inputs = vec![x, wq.as_str(), bq.as_str(), offsets.as_str(), lengths.as_str()];
+            inputs.extend(bias);
+            return self.ms_op("PackedAttention", &format!("{name}/PackedAttention"), &inputs, vec![attr_int("num_heads", heads as i64)]);
+        }
         let mut inputs = vec![x, wq.as_str(), bq.as_str(), mask_index];
         if let Some(b) = bias {
             inputs.extend(["", b]);

@@ -71,6 +71,11 @@ pub enum Form {
     /// kernels for its CUDA provider; ONNX Runtime only, right-padded batches
     /// only (the tokenizer pipeline pads right).
     Fused,
+    /// [`Form::Fused`] with the encoder layers on the batch's real tokens
+    /// only (`RemovePadding`, `PackedAttention`, `RestorePadding`): a batch
+    /// costs its tokens, not rows x its longest text. ONNX Runtime's CUDA
+    /// provider only (its CPU provider has none of the three operators).
+    Packed,
 }
 
 /// What an import does.
@@ -283,16 +288,17 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
     let weights = Weights::open(&folder.transformer_dir)?.for_family(family::name(arch), family::prefixes(arch));
     // The fused operators exist for the post-LayerNorm encoders; the rotary
     // families are written in standard operators whatever was asked.
-    let form = match (options.form, arch.family) {
-        (Form::Fused, crate::Family::Qwen3 | crate::Family::ModernBert) => {
+    let form = match options.form {
+        Form::Fused | Form::Packed if arch.rotary.is_some() => {
             tracing::warn!("{}: no fused form for {}; writing the plain graph", folder.dir.display(), arch.model_type);
             Form::Plain
         }
-        (form, _) => form,
+        form => form,
     };
     let mut g = match form {
         Form::Plain => Graph::default(),
         Form::Fused => Graph::fused(),
+        Form::Packed => Graph::packed(),
     };
     let hidden = family::encoder(&mut g, &weights, arch)?;
     let task = folder.task();

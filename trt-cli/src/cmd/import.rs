@@ -29,12 +29,27 @@ pub struct Args {
     /// BiasGelu): faster on its CUDA provider; ONNX Runtime only (TensorRT parses the plain form).
     #[arg(long)]
     pub fused: bool,
+
+    /// --fused with the encoder layers on the batch's real tokens only (RemovePadding,
+    /// PackedAttention, RestorePadding): a batch costs its tokens, not rows x its longest
+    /// text. ONNX Runtime's CUDA provider only.
+    #[arg(long, conflicts_with = "fused")]
+    pub packed: bool,
+}
+
+/// The graph form `--fused` / `--packed` ask for (plain without either).
+pub fn form(fused: bool, packed: bool) -> trt_hf::Form {
+    match (fused, packed) {
+        (_, true) => trt_hf::Form::Packed,
+        (true, false) => trt_hf::Form::Fused,
+        (false, false) => trt_hf::Form::Plain,
+    }
 }
 
 /// `trt import`.
 pub fn run(args: Args) -> Result<()> {
     let src = trt_nlp::resolve_model(&args.model)?;
-    let form = if args.fused { trt_hf::Form::Fused } else { trt_hf::Form::Plain };
+    let form = form(args.fused, args.packed);
     let options = ImportOptions::default().with_precision(if args.fp16 { Precision::Fp16 } else { Precision::Fp32 }).with_form(form);
     let d = trt_hf::import(&src, &args.output, &options).map_err(|e| CliError::new(e.to_string()))?;
     let what = match d.embedding_dim {

@@ -103,11 +103,11 @@ pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<String> {
         Family::MpNet => mpnet::layer_names,
         _ => bert::layer_names,
     };
-    let mut x = x;
+    let mut x = if g.is_packed() { g.remove_padding(&x, &mask) } else { x };
     for i in 0..cfg.layers {
         x = post_ln_layer(g, w, cfg, &x, &names(i), &mask, bias.as_deref(), i)?;
     }
-    Ok(x)
+    Ok(if g.is_packed() { g.restore_padding(&x) } else { x })
 }
 
 /// The `[B, labels]` logits of a `*ForSequenceClassification` checkpoint.

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use super::proto::{AttributeProto, GraphProto, NodeProto, ValueInfoProto};
-use super::tensor::{BOOL, FLOAT, INT64, UINT8};
+use super::tensor::{BOOL, FLOAT, INT32, INT64, UINT8};
 
 /// Tensor name to `TensorProto.DataType` code.
 pub type ElemTypes = HashMap<String, i32>;
@@ -87,6 +87,9 @@ fn output_types(node: &NodeProto, types: &ElemTypes) -> Vec<Option<i32>> {
         "QuantizeLinear" => one(input_type(node, types, 2).or(Some(UINT8))),
         "DequantizeLinear" => one(input_type(node, types, 1)),
         "TopK" => vec![input_type(node, types, 0), Some(INT64)],
+        // ONNX Runtime's (com.microsoft): the packed tensor, then INT32 token
+        // offsets, cumulative lengths and the longest length.
+        "RemovePadding" => vec![input_type(node, types, 0), Some(INT32), Some(INT32), Some(INT32)],
         "Unique" => {
             let mut v = vec![input_type(node, types, 0)];
             v.resize(n, Some(INT64));
