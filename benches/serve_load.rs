@@ -18,6 +18,9 @@
 //! `SERVE_BENCH_CLIENT_THREADS` (the client's threads, every connection a
 //! task on them; default a quarter of the cores; 0: a blocking thread per
 //! connection). Each level's line ends with the client's own CPU use.
+//! `SERVE_BENCH_WORDS=MIN-MAX` sets the texts' length in words (default 5-60);
+//! a model folder `trt import` wrote (`trt_model.json`) is served with its
+//! embedding's length.
 //! `SERVE_BENCH_REQUEST_THREADS=N` starts trt serve with `--request-threads N`;
 //! `SERVE_BENCH_ROW_BUCKETS=1` sets the models' `cuda_row_buckets` parameter,
 //! `SERVE_BENCH_HOST_WAIT=spin|block` their `cuda_host_wait` (unset: the default).
@@ -171,7 +174,14 @@ fn main() {
     let batch_texts = env_num("SERVE_BENCH_BATCH_TEXTS", 0);
     let warm_each = Duration::from_secs(env_num("SERVE_BENCH_WARMUP_SECS", 0) as u64);
     let peer = std::env::var("SERVE_BENCH_PEER").ok().filter(|v| !v.trim().is_empty());
-    let outputs = [("embedding", "384")];
+    // The embedding's length: what `trt import` recorded, else the default model's.
+    let dim = std::fs::read(model_dir.join("trt_model.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|d| d["embedding_dim"].as_u64())
+        .unwrap_or(384)
+        .to_string();
+    let outputs = [("embedding", dim.as_str())];
     let batched = text_config(
         "onnxruntime_onnx",
         max_batch,
@@ -185,7 +195,11 @@ fn main() {
         trt_flags.extend(["--request-threads", n]);
     }
     let tokenizer = tokenizers::Tokenizer::from_file(model_dir.join("tokenizer.json")).expect("tokenizer.json");
-    let texts = texts::generate_texts(&tokenizer, 512);
+    let texts = match std::env::var("SERVE_BENCH_WORDS").ok().and_then(|w| w.split_once('-').map(|(a, b)| (a.parse(), b.parse()))) {
+        Some((Ok(min), Ok(max))) if min >= 1 && max >= min => texts::generate_texts_of(&tokenizer, 512, min, max),
+        Some(_) => panic!("SERVE_BENCH_WORDS: MIN-MAX words per text, 1 <= MIN <= MAX"),
+        None => texts::generate_texts(&tokenizer, 512),
+    };
 
     if std::env::var("SERVE_BENCH_ROUTE").is_ok_and(|r| r == "tei") {
         let model = std::env::var("SERVE_BENCH_ROUTE_MODEL").unwrap_or_else(|_| "batched".into());

@@ -24,13 +24,18 @@ impl Rng {
 /// Sentence-like texts of 5-60 whole words from the vocabulary, with some
 /// capitals and punctuation.
 pub fn generate_texts(tokenizer: &tokenizers::Tokenizer, n: usize) -> Vec<String> {
+    generate_texts_of(tokenizer, n, 5, 60)
+}
+
+/// [`generate_texts`] of `min..=max` words each.
+pub fn generate_texts_of(tokenizer: &tokenizers::Tokenizer, n: usize, min: usize, max: usize) -> Vec<String> {
     let mut words: Vec<String> =
         tokenizer.get_vocab(false).into_keys().filter(|w| w.len() >= 2 && w.chars().all(|c| c.is_ascii_alphabetic())).collect();
     words.sort_unstable(); // HashMap order is random; the texts must not be
     let mut rng = Rng(SEED);
     (0..n)
         .map(|_| {
-            let count = 5 + rng.below(56);
+            let count = min + rng.below(max.saturating_sub(min) + 1);
             let mut text = String::new();
             for i in 0..count {
                 let word = &words[rng.below(words.len())];

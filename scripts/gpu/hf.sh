@@ -15,7 +15,10 @@
 #   base (.gpu/hf/bins: trt): base-sized MPNet and BERT (random weights made by
 #     transformers here) as a torch export, after ONNX Runtime's optimizer, and
 #     imported by trt-hf (plain and fused), all FP16, timed side by side by
-#     scripts/gpu/base_graphs.py
+#     scripts/gpu/base_graphs.py (plain, fused and packed; ragged rows too), then CUDA
+#     graphs asked for on the torch export (which ONNX Runtime cannot capture)
+#   serve (.gpu/hf/bins: serve_load; after base): trt serve on the base-sized imports
+#     under load (benches/serve_load.rs)
 #
 # Logs under $OUT.
 set -uo pipefail
@@ -33,7 +36,7 @@ export HF_FIXTURES=$ROOT/tests/data/hf
 export PYTHONPATH=$W/site PYTHONUNBUFFERED=1
 [ -f "$ORT_DYLIB_PATH" ] || { echo "hf.sh: ONNX Runtime is not in $W (ort-cuda.sh 0 and 2 first, on the same warm machine)" >&2; exit 1; }
 mkdir -p "$OUT"
-case "${1:?fixtures, minilm or base}" in
+case "${1:?fixtures, minilm, base or serve}" in
 fixtures)
   unpack .gpu/hf/bins "$W/bin" nlp_hf || exit 1
   { echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
@@ -48,9 +51,60 @@ minilm)
   ;;
 base)
   unpack .gpu/hf/bins "$W/bin" trt || exit 1
-  timeout 540 python3 scripts/gpu/base_graphs.py --trt "$W/bin/trt" --work "$W/base" > "$OUT/hf_base.log" 2>&1
+  timeout 400 python3 scripts/gpu/base_graphs.py --trt "$W/bin/trt" --work "$W/base" --tokenizer "$ROOT/.gpu/hf/minilm-f16/tokenizer.json" > "$OUT/hf_base.log" 2>&1
   echo "base_graphs.py exit $?"
   grep -vE "^\{|Warning|warn" "$OUT/hf_base.log" | tail -40
+  # CUDA graphs asked for on a model ONNX Runtime cannot capture whole (the torch
+  # export: its shape arithmetic is placed on the CPU) load with row buckets and a warning.
+  e=$W/base/mpnet-base/export-folder
+  mkdir -p "$e" && cp "$W/base/mpnet-base/export_fp16.onnx" "$e/model.onnx" && cp "$W/base/mpnet-base/hf/"{tokenizer.json,config.json} "$e/"
+  timeout 120 "$W/bin/trt" bench "$e" --backend onnxruntime --device cuda:0 --batch 32 --seq 128 --graphs > "$OUT/hf_graphs_fallback.log" 2>&1
+  echo "trt bench --graphs on the torch export: exit $?"
+  grep -iE "graph|p50|throughput|error" "$OUT/hf_graphs_fallback.log" | head -8
   ;;
-*) echo "hf.sh: fixtures, minilm or base" >&2; exit 2 ;;
+serve)
+  # trt serve on the base-sized imports (hf.sh base first, same warm machine): KServe v2
+  # single-text requests at 1 and 512 clients (texts of 18 words, about 22 tokens) and
+  # at 256 clients (120 words, about 134 tokens), two sessions on the GPU, batches up to
+  # 128, CUDA graphs up to 16 rows (not packed) and row buckets above.
+  unpack .gpu/hf/bins "$W/bin" serve_load || exit 1
+  # --model-id with no config: what trt serve chose on this GPU, and one answer.
+  "$W/bin/trt" serve --model-id "$W/base/mpnet-base/hf" --fp16 --fused --model-name mpnet \
+    --http-port 18080 --grpc-port 0 --metrics-port 0 > "$OUT/hf_model_id.log" 2>&1 &
+  pid=$!
+  python3 - > "$OUT/hf_model_id_check.log" 2>&1 <<'PY'
+import json, time, urllib.request
+base = "http://127.0.0.1:18080"
+for _ in range(300):
+    try:
+        urllib.request.urlopen(base + "/v2/health/ready", timeout=2)
+        break
+    except Exception:
+        time.sleep(0.5)
+config = json.load(urllib.request.urlopen(base + "/v2/models/mpnet/config", timeout=10))
+print("config:", json.dumps({k: config.get(k) for k in ["instance_group", "optimization", "parameters", "max_batch_size"]}))
+req = urllib.request.Request(base + "/embed", data=json.dumps({"inputs": "A short text to embed."}).encode(),
+                             headers={"content-type": "application/json"})
+print("embed: vector of", len(json.load(urllib.request.urlopen(req, timeout=30))[0]), "values")
+PY
+  echo "--model-id check: exit $?"; cat "$OUT/hf_model_id_check.log"
+  kill $pid; wait $pid 2>/dev/null
+  grep -iE "warn|error" "$OUT/hf_model_id.log" | head -5
+  export SERVE_BENCH_TRT=$W/bin/trt SERVE_BENCH_KIND=KIND_GPU SERVE_BENCH_INSTANCES=2 SERVE_BENCH_MAX_BATCH=128 \
+    SERVE_BENCH_GRAPHS=16 SERVE_BENCH_ROW_BUCKETS=1 SERVE_BENCH_MODELS=batched SERVE_BENCH_SECONDS=${SERVE_SECONDS:-6} \
+    SERVE_BENCH_WARMUP_SECS=2 SERVE_BENCH_REQUESTS=200000
+  for form in ${SERVE_FORMS:-trt-hf-fused trt-hf-packed}; do
+    # A packed batch's shapes follow its tokens, which a CUDA graph cannot replay.
+    graphs=16; [ "$form" = trt-hf-packed ] && graphs=0
+    for load in "1,512 18-18" "256 120-120"; do
+      set -- $load
+      log="$OUT/hf_serve_mpnet_${form}_c${1//,/_}_w${2%-*}.log"
+      SERVE_BENCH_GRAPHS=$graphs SERVE_BENCH_MODEL_DIR=$W/base/mpnet-base/$form SERVE_BENCH_CONCURRENCY=$1 SERVE_BENCH_WORDS=$2 \
+        timeout 150 "$W/bin/serve_load" > "$log" 2>&1
+      echo "mpnet-base $form clients $1 words $2: exit $?"
+      grep -E "^batched .*c=|failures|panicked" "$log" | head -4
+    done
+  done
+  ;;
+*) echo "hf.sh: fixtures, minilm, base or serve" >&2; exit 2 ;;
 esac

@@ -10,12 +10,15 @@ cd "$(dirname "$0")/../.."
 TARGET=${CARGO_TARGET_DIR:-target}
 newest() { ls -t "$TARGET"/release/deps/"$1"-* | grep -vE '\.(d|rlib|rmeta)$' | head -n 1; }
 # ONLY=hf: the HuggingFace import's CUDA test (.gpu/hf/bins) and all-MiniLM-L6-v2's
-# folder with FP16-stored weights (.gpu/hf/minilm-f16), and trt, for scripts/gpu/hf.sh.
+# folder with FP16-stored weights (.gpu/hf/minilm-f16), trt and the serve_load bench,
+# for scripts/gpu/hf.sh.
 if [ "${ONLY:-}" = hf ]; then
   cargo build --release -p trt-nlp --test nlp_hf -p trt-cli --bin trt
+  cargo bench --no-run -p trt-cli --bench serve_load
   mkdir -p .gpu/hf/bins
   strip -o .gpu/hf/bins/nlp_hf "$(newest nlp_hf)" && xz -T2 -6 -f .gpu/hf/bins/nlp_hf
   strip -o .gpu/hf/bins/trt "$TARGET/release/trt" && xz -T2 -6 -f .gpu/hf/bins/trt
+  strip -o .gpu/hf/bins/serve_load "$(newest serve_load)" && xz -T2 -6 -f .gpu/hf/bins/serve_load
   [ -d .gpu/hf/minilm-f16 ] || .deps/venv/bin/python scripts/gpu/pack_weights_f16.py --weights .deps/minilm --out .gpu/hf/minilm-f16
   du -sh .gpu/hf/*
   exit 0

@@ -37,6 +37,10 @@ pub fn add_model(root: &Path, name: &str, config: &str, minilm: &Path, model_fil
     for f in ["tokenizer.json", "config.json"] {
         std::fs::copy(minilm.join(f), dir.join(f)).unwrap();
     }
+    // A folder `trt import` wrote says what its graph computes (pooling inside).
+    if minilm.join("trt_model.json").is_file() {
+        std::fs::copy(minilm.join("trt_model.json"), dir.join("trt_model.json")).unwrap();
+    }
     let target = dir.join("1").join(model_file.0);
     match model_file.1 {
         Some(bytes) => std::fs::write(target, bytes).unwrap(),
