@@ -128,6 +128,9 @@ pub fn config_json(c: &ModelConfig) -> Value {
             json!({ "name": format!("{}_{i}", c.name), "count": g.count, "kind": g.kind.triton_name(), "gpus": g.gpus })
         }).collect::<Vec<_>>(),
     });
+    if c.cuda_graph_max_batch > 0 {
+        out["optimization"] = json!({ "cuda": { "graphs": true, "graph_spec": [ { "batch_size": c.cuda_graph_max_batch } ] } });
+    }
     if !c.parameters.is_empty() {
         out["parameters"] = c.parameters.iter().map(|(k, v)| (k.clone(), json!({ "string_value": v }))).collect();
     }

@@ -72,6 +72,12 @@ pub fn run(args: &Args, model: &Path, provider: Provider) -> Result<Measured> {
         Ok(())
     })?;
 
+    let mut notes = Vec::new();
+    if args.graphs && backend.cuda_graph_max_batch() == 0 {
+        let note = "--graphs: ONNX Runtime cannot capture this model (not every node runs on its CUDA provider); batches ran at row buckets instead";
+        eprintln!("note: {note}");
+        notes.push(note.to_owned());
+    }
     let mut shapes: Vec<TensorShape> = layout
         .inputs
         .iter()
@@ -91,12 +97,12 @@ pub fn run(args: &Args, model: &Path, provider: Provider) -> Result<Measured> {
         batch: batch as i64,
         iterations: args.iterations,
         warmup: args.warmup,
-        cuda_graphs: args.graphs,
+        cuda_graphs: backend.cuda_graph_max_batch() > 0,
         transfers: true,
         latency_ms: Summary::of(timed.wall_ms.iter().copied()),
         throughput_per_s: timed.throughput(batch as i64),
         wall_ms_per_iteration: timed.ms_per_iteration(),
-        notes: Vec::new(),
+        notes,
         detail: Default::default(),
     };
     Ok(Measured { report, stage_lines: String::new(), trailer: String::new() })

@@ -149,6 +149,9 @@ pub struct OrtBackend {
     /// Batches run at bucketed shapes (CUDA graphs or row buckets): sequences
     /// are padded to multiples of 8.
     shape_buckets: bool,
+    /// Batches of up to this many rows run as CUDA graphs (0: none): what
+    /// was asked for, or 0 where ONNX Runtime could not capture the model.
+    graph_max_batch: usize,
 }
 
 impl std::fmt::Debug for OrtBackend {
@@ -223,12 +226,20 @@ impl OrtBackend {
         let outputs = layout.outputs.iter().map(|o| o.name.clone()).collect();
         // Sequences padded to multiples of 8: fewer graphs, fewer shapes.
         let shape_buckets = cuda_device.is_some() && (graph_max_batch > 0 || row_buckets);
-        Ok(OrtBackend { pool: Pool::from_items(slots), layout, outputs, provider, cuda_device, shape_buckets })
+        let graph_max_batch = if cuda_device.is_some() { graph_max_batch } else { 0 };
+        Ok(OrtBackend { pool: Pool::from_items(slots), layout, outputs, provider, cuda_device, shape_buckets, graph_max_batch })
     }
 
     /// The CUDA device the sessions run on (`None`: the CPU).
     pub fn cuda_device(&self) -> Option<u32> {
         self.cuda_device
+    }
+
+    /// The largest batch that runs as a CUDA graph (0: none): what
+    /// [`OrtBackendOptions::cuda_graph_max_batch`] asked for on CUDA, or 0
+    /// where ONNX Runtime could not capture the model (row buckets instead).
+    pub fn cuda_graph_max_batch(&self) -> usize {
+        self.graph_max_batch
     }
 
     /// Per session on CUDA with IO binding: the tensors bound now, the bind
