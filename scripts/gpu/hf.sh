@@ -19,6 +19,8 @@
 #     graphs asked for on the torch export (which ONNX Runtime cannot capture)
 #   serve (.gpu/hf/bins: serve_load; after base): trt serve on the base-sized imports
 #     under load (benches/serve_load.rs)
+#   qwen3 (.gpu/hf/bins: trt): Qwen3-Embedding-0.6B-shaped, sentence-transformers FP16
+#     beside the imported FP16 graph (scripts/gpu/qwen3_06b.py)
 #
 # Logs under $OUT.
 set -uo pipefail
@@ -36,7 +38,7 @@ export HF_FIXTURES=$ROOT/tests/data/hf
 export PYTHONPATH=$W/site PYTHONUNBUFFERED=1
 [ -f "$ORT_DYLIB_PATH" ] || { echo "hf.sh: ONNX Runtime is not in $W (ort-cuda.sh 0 and 2 first, on the same warm machine)" >&2; exit 1; }
 mkdir -p "$OUT"
-case "${1:?fixtures, minilm, base or serve}" in
+case "${1:?fixtures, minilm, base, serve or qwen3}" in
 fixtures)
   unpack .gpu/hf/bins "$W/bin" nlp_hf || exit 1
   { echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
@@ -106,5 +108,13 @@ PY
     done
   done
   ;;
-*) echo "hf.sh: fixtures, minilm, base or serve" >&2; exit 2 ;;
+qwen3)
+  # Qwen3-Embedding-0.6B-shaped (random weights made here): sentence-transformers FP16 beside
+  # the trt import --fp16 graph on onnxruntime-gpu, same texts (scripts/gpu/qwen3_06b.py).
+  unpack .gpu/hf/bins "$W/bin" trt || exit 1
+  timeout 500 python3 scripts/gpu/qwen3_06b.py --trt "$W/bin/trt" --fixture tests/data/hf/qwen3-embed --work "$W/qwen3" > "$OUT/hf_qwen3_06b.log" 2>&1
+  echo "qwen3_06b.py exit $?"
+  grep -vE "Warning|warn|it/s" "$OUT/hf_qwen3_06b.log" | tail -12
+  ;;
+*) echo "hf.sh: fixtures, minilm, base, serve or qwen3" >&2; exit 2 ;;
 esac
