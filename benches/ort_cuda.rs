@@ -19,8 +19,16 @@
 //! Env: `ORT_CUDA_BENCH_MODELS` (comma-separated ONNX files; default the
 //! setup folder's model.onnx and model_fp16.onnx), `ORT_CUDA_BENCH_BATCHES`
 //! (1,8,32,128,256), `ORT_CUDA_BENCH_SEQ` (128), `ORT_CUDA_BENCH_RUNS`,
-//! `ORT_CUDA_BENCH_ROUNDS` (4), `BENCH_PYTHON` (python3). Prints `ratio_vs_python_<model>_b<B>: X.XX`
-//! (Python's median over Rust's: above 1 is faster than Python).
+//! `ORT_CUDA_BENCH_ROUNDS` (4), `ORT_CUDA_BENCH_GRAPHS` (1; 0 skips the batch-1 CUDA-graph
+//! pass, which a packed graph cannot take), `BENCH_PYTHON` (python3). Prints `ratio_vs_python_<model>_b<B>: X.XX`
+//! (Python's median over Rust's: above 1 is faster than Python), and for each model
+//! `ratio_rust_<model>_vs_python_<earlier model>_b<B>` against every model listed before it:
+//! the base-sized case lists the torch export and ONNX Runtime's optimizer output first and
+//! the graphs `trt import --fp16 --fused` / `--packed` wrote from the same weights after
+//! (scripts/gpu/hf.sh base makes all four). With `ORT_CUDA_BENCH_FLOP_PER_TOKEN` (170e6 for
+//! BERT/MPNet-base) and `ORT_CUDA_BENCH_PEAK` (790e12 for the H200's dense FP16) it prints each
+//! Rust median's sequences/s and share of that peak. A folder's `model.onnx` is named after
+//! the folder.
 //!
 //! Without a CUDA driver, a GPU, or ONNX Runtime's CUDA provider it prints
 //! why and exits 0.
@@ -198,8 +206,11 @@ fn main() {
         "model", "batch", "rust p50", "rust p99", "python p50", "python p99", "ratio"
     );
     let mut ratios = Vec::new();
+    // Per model: its name and the Rust and Python medians per batch, for the
+    // ratios across models at the end.
+    let mut medians: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for model in &models {
-        let name = model.file_stem().unwrap().to_string_lossy().into_owned();
+        let name = model_name(model);
         let options = OrtBackendOptions { provider: Provider::Cuda { device: 0 }, max_batch, max_seq: seq, ..Default::default() };
         // The Rust session first: on a machine without CUDA for ONNX Runtime
         // nothing is started, the bench says why and exits 0.
@@ -217,12 +228,18 @@ fn main() {
         };
         let timed = interleaved(&backend, &pipeline, &rows, &mut python, &batches, runs, rounds);
         drop(python);
+        let mut per_batch = Vec::new();
         for (&b, ((p50, p99), py)) in batches.iter().zip(timed) {
             let (pp50, pp99) = py.unwrap_or((f64::NAN, f64::NAN));
             println!("{name:<18} {b:>5} {p50:>9.3} ms {p99:>9.3} ms {pp50:>9.3} ms {pp99:>9.3} ms {:>8.2}", pp50 / p50);
             ratios.push(format!("ratio_vs_python_{name}_b{b}: {:.2}", pp50 / p50));
+            per_batch.push((p50, pp50));
         }
+        medians.push((name.clone(), per_batch));
         drop(backend);
+        if env("ORT_CUDA_BENCH_GRAPHS", "1") == "0" {
+            continue;
+        }
         let graphs = OrtBackendOptions { cuda_graph_max_batch: 1, ..options };
         match OrtBackend::new(model, &graphs) {
             Ok(g) => {
@@ -233,7 +250,36 @@ fn main() {
             Err(e) => println!("{name}: CUDA graphs could not be used: {e}"),
         }
     }
+    // Each model in Rust against Python on every model listed before it (a
+    // graph written by trt-hf against the torch export and ONNX Runtime's
+    // optimizer output of the same weights, listed first), and the share of
+    // the peak where ORT_CUDA_BENCH_FLOP_PER_TOKEN and ORT_CUDA_BENCH_PEAK say.
+    let flop: f64 = env("ORT_CUDA_BENCH_FLOP_PER_TOKEN", "0").parse().unwrap_or(0.0);
+    let peak: f64 = env("ORT_CUDA_BENCH_PEAK", "0").parse().unwrap_or(0.0);
+    for (i, (name, ours)) in medians.iter().enumerate() {
+        for (base, theirs) in &medians[..i] {
+            for (&b, ((p50, _), (_, pp50))) in batches.iter().zip(ours.iter().zip(theirs)) {
+                ratios.push(format!("ratio_rust_{name}_vs_python_{base}_b{b}: {:.2}", pp50 / p50));
+            }
+        }
+        if flop > 0.0 && peak > 0.0 {
+            for (&b, (p50, _)) in batches.iter().zip(ours) {
+                let share = (b * seq) as f64 * flop / (p50 / 1e3) / peak;
+                ratios.push(format!("peak_share_rust_{name}_b{b}: {:.1}% ({:.0} sequences/s)", 100.0 * share, b as f64 / (p50 / 1e3)));
+            }
+        }
+    }
     for r in ratios {
         println!("{r}");
+    }
+}
+
+/// A model's name in the report: the file's stem, or its folder's name for
+/// a folder's `model.onnx` (what `trt import` writes).
+fn model_name(model: &Path) -> String {
+    let stem = model.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+    match model.parent().and_then(Path::file_name) {
+        Some(dir) if stem == "model" => dir.to_string_lossy().into_owned(),
+        _ => stem,
     }
 }

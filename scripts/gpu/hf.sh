@@ -52,10 +52,20 @@ minilm)
   grep -E "on CUDA|test result|panicked" "$OUT/hf_minilm.log"
   ;;
 base)
-  unpack .gpu/hf/bins "$W/bin" trt || exit 1
+  unpack .gpu/hf/bins "$W/bin" trt ort_cuda || exit 1
   timeout 400 python3 scripts/gpu/base_graphs.py --trt "$W/bin/trt" --work "$W/base" --tokenizer "$ROOT/.gpu/hf/minilm-f16/tokenizer.json" > "$OUT/hf_base.log" 2>&1
   echo "base_graphs.py exit $?"
   grep -vE "^\{|Warning|warn" "$OUT/hf_base.log" | tail -40
+  # The same four MPNet-base graphs through trt-nlp's backend in Rust against Python
+  # onnxruntime-gpu, turn about (benches/ort_cuda.rs): ratio_rust_<graph>_vs_python_<graph>.
+  mkdir -p "$W/deps/models/minilm" && cp .gpu/hf/minilm-f16/tokenizer.json "$W/deps/models/minilm/"
+  b=$W/base/mpnet-base
+  TRT_DEPS_DIR=$W/deps ORT_CUDA_BENCH_MODELS=$b/export_fp16.onnx,$b/optimized_fp16.onnx,$b/trt-hf-fused/model.onnx,$b/trt-hf-packed/model.onnx \
+    ORT_CUDA_BENCH_BATCHES=1,32,128 ORT_CUDA_BENCH_SEQ=134 ORT_CUDA_BENCH_RUNS=60 ORT_CUDA_BENCH_ROUNDS=2 ORT_CUDA_BENCH_GRAPHS=0 \
+    ORT_CUDA_BENCH_FLOP_PER_TOKEN=170e6 ORT_CUDA_BENCH_PEAK=790e12 ORT_CUDA_BENCH_SCRIPT=benches/ort_cuda_python.py BENCH_PYTHON=python3 \
+    timeout 200 "$W/bin/ort_cuda" > "$OUT/hf_base_ort_cuda.log" 2>&1
+  echo "ort_cuda (Rust vs Python) exit $?"
+  grep -E "^ratio_rust_|^peak_share" "$OUT/hf_base_ort_cuda.log" | grep -E "_b128|_b1:" | head -24
   # CUDA graphs asked for on a model ONNX Runtime cannot capture whole (the torch
   # export: its shape arithmetic is placed on the CPU) load with row buckets and a warning.
   e=$W/base/mpnet-base/export-folder

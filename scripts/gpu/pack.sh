@@ -15,10 +15,12 @@ newest() { ls -t "$TARGET"/release/deps/"$1"-* | grep -vE '\.(d|rlib|rmeta)$' | 
 if [ "${ONLY:-}" = hf ]; then
   cargo build --release -p trt-nlp --test nlp_hf -p trt-cli --bin trt
   cargo bench --no-run -p trt-cli --bench serve_load
+  cargo bench --no-run -p trt-nlp --bench ort_cuda
   mkdir -p .gpu/hf/bins
   strip -o .gpu/hf/bins/nlp_hf "$(newest nlp_hf)" && xz -T2 -6 -f .gpu/hf/bins/nlp_hf
   strip -o .gpu/hf/bins/trt "$TARGET/release/trt" && xz -T2 -6 -f .gpu/hf/bins/trt
   strip -o .gpu/hf/bins/serve_load "$(newest serve_load)" && xz -T2 -6 -f .gpu/hf/bins/serve_load
+  strip -o .gpu/hf/bins/ort_cuda "$(newest ort_cuda)" && xz -T2 -6 -f .gpu/hf/bins/ort_cuda
   [ -d .gpu/hf/minilm-f16 ] || .deps/venv/bin/python scripts/gpu/pack_weights_f16.py --weights .deps/minilm --out .gpu/hf/minilm-f16
   du -sh .gpu/hf/*
   exit 0
