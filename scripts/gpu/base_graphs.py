@@ -118,6 +118,36 @@ def time_graph(path, vocab):
     return out, sess.get_providers()
 
 
+def profile(path, vocab, b, s, lengths=None, runs=10):
+    """Where a graph's time goes: ONNX Runtime's own profiler over `runs` runs of one
+    shape, the kernel time summed per operator type (share of the total)."""
+    import glob
+    import tempfile
+    opts = ort.SessionOptions()
+    opts.enable_profiling = True
+    opts.profile_file_prefix = os.path.join(tempfile.mkdtemp(), "p")
+    sess = ort.InferenceSession(path, opts, providers=[("CUDAExecutionProvider", {"device_id": 0})])
+    lengths = np.full(b, s) if lengths is None else lengths
+    mask = (np.arange(s)[None, :] < lengths[:, None])
+    feeds = {}
+    for i in sess.get_inputs():
+        dtype = np.int64 if "int64" in i.type else np.int32
+        feeds[i.name] = {"input_ids": (np.random.default_rng(0).integers(5, vocab - 5, (b, s)) * mask).astype(dtype),
+                         "token_type_ids": np.zeros((b, s), dtype)}.get(i.name, mask.astype(dtype))
+    for _ in range(3 + runs):
+        sess.run(None, feeds)
+    trace = sess.end_profiling()
+    with open(trace) as f:
+        events = json.load(f)
+    per_op = {}
+    for e in events:
+        if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time"):
+            op = e.get("args", {}).get("op_name", "?")
+            per_op[op] = per_op.get(op, 0) + e.get("dur", 0)
+    total = sum(per_op.values()) or 1
+    return sorted(((op, t / total) for op, t in per_op.items()), key=lambda x: -x[1])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--trt", required=True)
@@ -159,6 +189,11 @@ def main():
             results[family][name] = r
             print(f"{family} {name} ({providers[0]}): " + ", ".join(
                 f"{k} {v['seq_per_s']:.0f} seq/s ({v['ms']:.2f} ms, {100 * v['peak_share']:.1f}% of peak)" for k, v in r.items()), flush=True)
+        for name, b, s_, ragged in [("trt-hf-fused", 128, 134, False), ("trt-hf-packed", 128, 134, True)]:
+            lengths = np.random.default_rng(1).integers(16, s_ + 1, b) if ragged else None
+            shares = profile(graphs[name], cfg.vocab_size, b, s_, lengths)
+            print(f"{family} {name} {b}x{'r' if ragged else ''}{s_} kernel time by operator: " +
+                  ", ".join(f"{op} {100 * x:.1f}%" for op, x in shares[:8]), flush=True)
         for best in ["trt-hf-fused", "trt-hf-packed"]:
             for shape in results[family][best]:
                 f = results[family][best][shape]["seq_per_s"]
