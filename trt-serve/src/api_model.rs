@@ -16,7 +16,8 @@
 
 use std::sync::Arc;
 
-use trt_nlp::{OutputRows, PairTruncation, TokenRow, EMBEDDING};
+use trt_nlp::sparse::SPARSE;
+use trt_nlp::{OutputRows, PairTruncation, TokenRow, TruncationSide, EMBEDDING};
 
 use crate::api_request::Bounds;
 use crate::dispatch::Ran;
@@ -97,6 +98,17 @@ pub fn bounds(service: &Service, served: &ServedVersion) -> ServeResult<Bounds> 
     Ok(Bounds { max_inputs: model.max_batch(), max_text_bytes: service.repository.limits().max_text_bytes, max_ids: model.max_seq() })
 }
 
+/// `served`'s `sparse` output (a SPLADE model's), or why it has none.
+pub fn sparse_output(served: &ServedVersion) -> ServeResult<()> {
+    match served.config.outputs.iter().any(|o| o.name == SPARSE) {
+        true => Ok(()),
+        false => Err(ServeError::invalid(format!(
+            "model '{}' exposes no '{SPARSE}' output: it is not a sparse (SPLADE) model; /embed_sparse needs one",
+            served.name
+        ))),
+    }
+}
+
 /// The width of `served`'s `embedding` output, or why it has none.
 pub fn embedding_width(served: &ServedVersion) -> ServeResult<usize> {
     served
@@ -138,15 +150,47 @@ pub fn rows(service: &Service, served: &ServedVersion, items: &[Item<'_>], trunc
                 row
             }
         };
-        if row.truncated() && !cut {
-            return Err(ServeError::TooLarge(format!(
-                "input {i} is longer than the model's {} tokens; send \"truncate\": true to cut it",
-                pipeline.max_len()
-            )));
-        }
         out.push(row);
     }
+    refuse_cut(&out, cut, pipeline.max_len())?;
     Ok(out)
+}
+
+/// Why a row was cut when the request (or the server's default) does not allow it.
+fn refuse_cut(rows: &[TokenRow], cut: bool, max_len: usize) -> ServeResult<()> {
+    match rows.iter().position(TokenRow::truncated) {
+        Some(i) if !cut => {
+            Err(ServeError::TooLarge(format!("input {i} is longer than the model's {max_len} tokens; send \"truncate\": true to cut it")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The rows of a causal-LM reranker (Qwen3-Reranker) for `query` and each
+/// of `texts`: the pair in its card's prompt, the content cut from the right
+/// to the card's length (refused unless `truncate` allows cutting; a request
+/// asking for the left side is refused, the card cuts the right).
+pub fn rerank_rows(
+    service: &Service,
+    served: &ServedVersion,
+    query: &str,
+    texts: &[String],
+    truncate: Truncate,
+) -> ServeResult<Vec<TokenRow>> {
+    if truncate.side == TruncationSide::Left {
+        return Err(ServeError::invalid(format!(
+            "model '{}' is a causal-LM reranker, whose prompt is cut from the right as its card cuts it: truncation_direction 'Left' is not served",
+            served.name
+        )));
+    }
+    let model = served.text()?.model().model();
+    let rows = model.rerank_rows(query, texts, None, None).map_err(|e| match e {
+        trt_nlp::Error::Tokenize { index, source } => ServeError::invalid(format!("text {index}: {source}")),
+        e => ServeError::invalid(format!("model '{}': {e}", served.name)),
+    })?;
+    let cut = truncate.truncate.unwrap_or(service.repository.limits().auto_truncate);
+    refuse_cut(&rows, cut, model.head().rerank.as_ref().map_or(model.max_seq(), |f| f.max_length.min(model.max_seq())))?;
+    Ok(rows)
 }
 
 /// Runs `rows` on `served` through its dispatcher, counting the request in
@@ -183,6 +227,12 @@ pub fn output<'a>(served: &ServedVersion, ran: &'a Ran, name: &str) -> ServeResu
 /// output other than `embedding`), or why it has none.
 pub fn logits_name(served: &ServedVersion) -> ServeResult<String> {
     let outs = &served.config.outputs;
+    if outs.iter().any(|o| o.name == "logits" && o.dims.len() != 1) {
+        return Err(ServeError::invalid(format!(
+            "model '{}' has per-token logits: it classifies tokens (/token_classification), not texts or pairs",
+            served.name
+        )));
+    }
     outs.iter()
         .find(|o| o.name == "logits")
         .or_else(|| {

@@ -1,12 +1,24 @@
 //! text-embeddings-inference's routes, mounted at the root (the single
 //! model, as TEI serves one) and under `/models/{model}/` (any model):
-//! `/embed`, `/embed_all`, `/predict`, `/rerank`, `/similarity`, `/tokenize`,
-//! `/decode`, `/info`, `/health`. Answers have TEI's JSON shapes; every
-//! failure is TEI's `{"error", "error_type"}` ([`TeiError`]).
+//! `/embed`, `/embed_all`, `/embed_sparse`, `/predict`, `/rerank`,
+//! `/similarity`, `/tokenize`, `/decode`, `/info`, `/health`. Answers have
+//! TEI's JSON shapes; every failure is TEI's `{"error", "error_type"}`
+//! ([`TeiError`]).
 //!
 //! Scores: `/predict` gives every label, best first, softmax scores (a sigmoid
 //! for a one-logit model); `/rerank` sorts the texts by the sigmoid of the
 //! pair's logit. `raw_scores` gives the logits instead.
+//!
+//! `/rerank` takes both kinds of reranker with the same body and answer: a
+//! cross-encoder scores `(query, text)` as a pair; a causal-LM reranker
+//! (Qwen3-Reranker) scores the pair written into its card's prompt, as
+//! `sigmoid(yes - no)` of its two logits (`raw_scores`: `yes - no`), and its
+//! rows are cut as its card cuts them (the content to the card's length,
+//! from the right), refused unless `truncate` allows cutting.
+//!
+//! `/embed_sparse` answers a sparse (SPLADE) model's `sparse` output as its
+//! non-zeros, `[[{"index", "value"}, ...], ...]`, with the model's default
+//! prompt as `/embed` puts it.
 //!
 //! Embeddings are the model's `embedding` output, pooled and normalised as
 //! its folder says (sentence-transformers' `Normalize` module); `normalize:
@@ -30,6 +42,7 @@ use super::TeiError;
 use crate::api_model::{self as api, Item};
 use crate::service::Service;
 use crate::vectors::truncate_dims;
+use trt_nlp::sparse::{non_zeros, SPARSE};
 use trt_nlp::EMBEDDING;
 
 type Shared = State<Arc<Service>>;
@@ -42,6 +55,10 @@ pub fn mount(router: Router<Arc<Service>>, prefix: &str) -> Router<Arc<Service>>
     router
         .route(&at("/embed"), post(|s: Shared, m: Option<Path<String>>, b: Body| async move { reply(embed(&s, name(m), b).await) }))
         .route(&at("/embed_all"), post(|s: Shared, m: Option<Path<String>>, b: Body| async move { reply(embed_all(&s, name(m), b).await) }))
+        .route(
+            &at("/embed_sparse"),
+            post(|s: Shared, m: Option<Path<String>>, b: Body| async move { reply(embed_sparse(&s, name(m), b).await) }),
+        )
         .route(&at("/predict"), post(|s: Shared, m: Option<Path<String>>, b: Body| async move { reply(predict(&s, name(m), b).await) }))
         .route(&at("/rerank"), post(|s: Shared, m: Option<Path<String>>, b: Body| async move { reply(rerank(&s, name(m), b).await) }))
         .route(
@@ -96,6 +113,21 @@ async fn embed_all(s: &Service, model: Option<String>, b: Body) -> Answer {
     Ok(Json(json!(out)))
 }
 
+async fn embed_sparse(s: &Service, model: Option<String>, b: Body) -> Answer {
+    let served = api::resolve(s, model.as_deref())?;
+    api::sparse_output(&served)?;
+    // TEI's EmbedSparseRequest has /embed_all's fields: inputs, truncate, truncation_direction, prompt_name.
+    let r = request::embed_all(&body(b)?, &api::bounds(s, &served)?)?;
+    let prompted = api::with_prompt(&served, &r.inputs, r.prompt_name.as_deref())?;
+    let items: Vec<Item<'_>> = prompted.as_deref().unwrap_or(&r.inputs).iter().map(Item::from).collect();
+    let ran = api::run(s, &served, "tei_embed_sparse", api::rows(s, &served, &items, r.truncate)?).await?;
+    let t = api::output(&served, &ran, SPARSE)?;
+    let out: Vec<Vec<Value>> = (0..items.len())
+        .map(|i| non_zeros(api::row(t, i)).into_iter().map(|(index, value)| json!({ "index": index, "value": value })).collect())
+        .collect();
+    Ok(Json(json!(out)))
+}
+
 /// Scores of one logits row: sigmoid for one logit, softmax otherwise; `raw` keeps the logits.
 fn scores(logits: &[f32], raw: bool) -> Vec<f32> {
     if raw {
@@ -113,6 +145,12 @@ fn scores(logits: &[f32], raw: bool) -> Vec<f32> {
 async fn predict(s: &Service, model: Option<String>, b: Body) -> Answer {
     let served = api::resolve(s, model.as_deref())?;
     let logits = api::logits_name(&served)?;
+    if served.text()?.model().model().head().rerank.is_some() {
+        return Err(TeiError::validation(format!(
+            "model '{}' is a causal-LM reranker: it scores (query, text) pairs through its prompt on /rerank, not texts on /predict",
+            served.name
+        )));
+    }
     let r = request::predict(&body(b)?, &api::bounds(s, &served)?)?;
     let items: Vec<Item<'_>> = r
         .inputs
@@ -139,10 +177,22 @@ async fn rerank(s: &Service, model: Option<String>, b: Body) -> Answer {
     let served = api::resolve(s, model.as_deref())?;
     let logits = api::logits_name(&served)?;
     let r = request::rerank(&body(b)?, &api::bounds(s, &served)?)?;
-    let items: Vec<Item<'_>> = r.texts.iter().map(|t| Item::Pair(&r.query, t)).collect();
-    let ran = api::run(s, &served, "tei_rerank", api::rows(s, &served, &items, r.truncate)?).await?;
+    let causal = served.text()?.model().model().head().rerank.is_some();
+    let rows = match causal {
+        true => api::rerank_rows(s, &served, &r.query, &r.texts, r.truncate)?,
+        false => {
+            let items: Vec<Item<'_>> = r.texts.iter().map(|t| Item::Pair(&r.query, t)).collect();
+            api::rows(s, &served, &items, r.truncate)?
+        }
+    };
+    let ran = api::run(s, &served, "tei_rerank", rows).await?;
     let t = api::output(&served, &ran, &logits)?;
-    let mut ranked: Vec<(usize, f32)> = (0..items.len()).map(|i| (i, scores(&api::row(t, i)[..1], r.raw_scores)[0])).collect();
+    let score = |i: usize| match (causal, api::row(t, i)) {
+        // P(yes) = softmax([yes, no])[0] = sigmoid(yes - no): the pair's one logit is yes - no.
+        (true, &[yes, no, ..]) => scores(&[yes - no], r.raw_scores)[0],
+        (_, row) => scores(&row[..1], r.raw_scores)[0],
+    };
+    let mut ranked: Vec<(usize, f32)> = (0..r.texts.len()).map(|i| (i, score(i))).collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     let answer: Vec<Value> = ranked
         .into_iter()
