@@ -23,9 +23,11 @@ type Shared = State<Arc<Service>>;
 /// The v2 routes over `service`.
 pub fn router(service: Arc<Service>) -> Router {
     let limit = service.repository.limits().max_body_bytes;
-    // The embedding APIs: TEI's at the root (the single model) and per model, OpenAI's under /v1.
+    // The embedding APIs: TEI's at the root (the single model) and per model, OpenAI's under /v1;
+    // token classification (the HF Inference API's shape) beside TEI's.
     let embedding_apis =
         crate::openai::routes::mount(crate::tei::routes::mount(crate::tei::routes::mount(Router::new(), ""), "/models/{model}"));
+    let embedding_apis = crate::token_classification::mount(crate::token_classification::mount(embedding_apis, ""), "/models/{model}");
     embedding_apis
         .route("/v2/health/live", get(live))
         .route("/v2/health/ready", get(ready))

@@ -8,6 +8,7 @@
 //! | | `grpc_health` | `grpc.health.v1.Health/Check` on the gRPC port, for Kubernetes' `grpc` probes |
 //! | protocol | `kserve` | transport-independent requests and responses, JSON and binary tensor codecs, classification extension |
 //! | | `tei`, `openai` | text-embeddings-inference and OpenAI embeddings requests decoded and checked, their error bodies |
+//! | | `token_classification` | entities per text: the HF Inference API's token-classification route, KServe's `entities` output |
 //! | | `api_model` | the model behind a TEI / OpenAI route: inputs to token rows, rows through the version's dispatcher |
 //! | | `api_request` | what both decoders share: bounds, refusals, field readers; `vectors`: Matryoshka truncation, base64 |
 //! | | `service` | what each protocol method does, shared by both front ends |
@@ -100,6 +101,7 @@ mod tensor_model;
 mod tensor_padding;
 mod text_model;
 mod tls;
+mod token_classification;
 mod traceparent;
 mod vectors;
 
@@ -166,6 +168,9 @@ pub mod test_support {
     }
     pub mod text_model {
         pub use crate::text_model::*;
+    }
+    pub mod token_classification {
+        pub use crate::token_classification::*;
     }
     pub mod traceparent {
         pub use crate::traceparent::*;

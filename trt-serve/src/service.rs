@@ -11,7 +11,9 @@ use crate::kserve::{classification, wanted_outputs, Elements, InferRequest, Infe
 use crate::limits::Limits;
 use crate::metrics::{instance_text, GpuWork, Metrics, Phases, FAILURE_REASONS};
 use crate::repository::{Dispatch, IndexEntry, Repository, ServedVersion};
-use crate::text_model::text_input;
+use crate::text_model::{text_input, ENTITIES};
+use crate::token_classification;
+use serde_json::Value;
 
 /// The server's name in its metadata.
 pub const SERVER_NAME: &str = "trt-serve";
@@ -269,17 +271,40 @@ impl Service {
         let texts = request_texts(config, request.inputs, self.repository.limits())?;
         // Which outputs, in which encoding, checked before any work is done.
         let model = dispatcher.model();
-        let exposed: Vec<&str> = model.outputs().names().collect();
+        let exposed: Vec<&str> = model.outputs().names().chain(model.entities().map(|_| ENTITIES)).collect();
         let wanted = wanted_outputs(&config.name, &request.outputs, request.binary_data_output, &exposed)?;
         let rows = texts.len();
-        let ran = dispatcher.run(texts, request.priority, request.timeout_us).await?;
+        // Entities need the texts' character offsets: tokenized here, the rows through the same queue.
+        let (ran, entities) = match model.entities().filter(|_| wanted.iter().any(|(n, _, _)| n == ENTITIES)) {
+            Some(strategy) => {
+                let tokenized = token_classification::rows(served, &texts)?;
+                let ran = dispatcher.run_rows(tokenized.rows().to_vec(), request.priority, request.timeout_us).await?;
+                let found = token_classification::entities(served, &texts, &tokenized, &ran, strategy)?;
+                (ran, Some(found))
+            }
+            None => (dispatcher.run(texts, request.priority, request.timeout_us).await?, None),
+        };
         let building = Instant::now();
         let mut outputs = Vec::with_capacity(wanted.len());
         for (name, binary, classify) in wanted {
-            let t = ran.tensors.iter().find(|t| t.name == name).expect("every exposed output was computed");
-            let (shape, data) = match classify {
-                Some(k) => classification::classify(&name, &t.values, &t.shape, k, Some(model.labels()))?,
-                None => (t.shape.clone(), OutputData::Fp32(t.values.clone())),
+            let (shape, data) = match (&entities, classify) {
+                (Some(found), None) if name == ENTITIES => {
+                    let json = |list: &Vec<trt_nlp::ner::Entity>| {
+                        Value::Array(list.iter().map(|e| e.to_json()).collect()).to_string().into_bytes()
+                    };
+                    (vec![found.len(), 1], OutputData::Bytes(found.iter().map(json).collect()))
+                }
+                _ if name == ENTITIES => {
+                    return Err(ServeError::invalid(format!("output '{ENTITIES}' is JSON text: it takes no class_count")))
+                }
+                (_, Some(k)) => {
+                    let t = ran.tensors.iter().find(|t| t.name == name).expect("every exposed output was computed");
+                    classification::classify(&name, &t.values, &t.shape, k, Some(model.labels()))?
+                }
+                (_, None) => {
+                    let t = ran.tensors.iter().find(|t| t.name == name).expect("every exposed output was computed");
+                    (t.shape.clone(), OutputData::Fp32(t.values.clone()))
+                }
             };
             outputs.push(OutputTensor { name, shape, data, binary });
         }

@@ -7,9 +7,16 @@
 //! model's `[batch, seq, hidden]` output with the model folder's pooling
 //! (mean by default), L2-normalised where the folder says so
 //! ([`trt_nlp::Selection::by_names`]).
+//!
+//! A token classifier's config may also declare `entities` (TYPE_STRING,
+//! dims `[1]`, beside its `logits`): each text's entities as one JSON
+//! string, grouped by the config parameter `aggregation_strategy` (`none`,
+//! `simple` (the default), `first`, `max`, `average`: transformers'
+//! strategies; module `token_classification` computes them).
 
 use std::sync::Arc;
 
+use trt_nlp::ner::Aggregation;
 use trt_nlp::{Labels, Selection, TextModel};
 
 use crate::config::ModelConfig;
@@ -21,6 +28,36 @@ use crate::kserve::DataType;
 pub struct ConfiguredModel {
     model: Arc<TextModel>,
     outputs: Arc<Selection>,
+    entities: Option<Aggregation>,
+}
+
+/// The output a token classifier's config may declare for its entities.
+pub const ENTITIES: &str = trt_hf::ENTITIES_OUTPUT;
+
+/// The config parameter that picks the entities' aggregation strategy.
+pub const AGGREGATION: &str = "aggregation_strategy";
+
+/// The `entities` output `config` declares, with its aggregation strategy,
+/// or `None`; refused unless `model` classifies tokens and `logits` is declared too.
+fn entities_of(config: &ModelConfig, model: &TextModel) -> ServeResult<Option<Aggregation>> {
+    let Some(o) = config.outputs.iter().find(|o| o.name == ENTITIES) else { return Ok(None) };
+    let why = |m: String| Err(ServeError::invalid(format!("model '{}': output '{ENTITIES}': {m}", config.name)));
+    if o.data_type != DataType::Bytes || o.dims != [1] {
+        return why("declare it { data_type: TYPE_STRING dims: [ 1 ] }".into());
+    }
+    if !model.layout().model_outputs().any(|m| m.name == "logits" && m.rank == 3) {
+        return why("the model has no [batch, sequence, labels] logits: it does not classify tokens".into());
+    }
+    if !config.outputs.iter().any(|o| o.name == "logits") {
+        return why("declare the 'logits' output beside it (the entities are computed from them)".into());
+    }
+    match config.parameters.iter().find(|(k, _)| k == AGGREGATION) {
+        None => Ok(Some(Aggregation::Simple)),
+        Some((_, v)) => match Aggregation::named(v) {
+            Some(a) => Ok(Some(a)),
+            None => why(format!("parameter {AGGREGATION} '{v}' is none of none, simple, first, max, average")),
+        },
+    }
 }
 
 /// The text input's name in a config: the one `TYPE_STRING` input with `dims: [1]`.
@@ -48,8 +85,9 @@ impl ConfiguredModel {
         if config.outputs.is_empty() {
             return Err(ServeError::invalid(format!("model '{}': a text model's config declares its outputs", config.name)));
         }
+        let entities = entities_of(config, &model)?;
         let layout = model.layout();
-        for o in &config.outputs {
+        for o in config.outputs.iter().filter(|o| o.name != ENTITIES) {
             if o.data_type != DataType::Fp32 {
                 return Err(ServeError::invalid(format!(
                     "output '{}': data_type {} is not served (outputs are TYPE_FP32)",
@@ -66,9 +104,14 @@ impl ConfiguredModel {
                 }
             }
         }
-        let names: Vec<&str> = config.outputs.iter().map(|o| o.name.as_str()).collect();
+        let names: Vec<&str> = config.outputs.iter().map(|o| o.name.as_str()).filter(|&n| n != ENTITIES).collect();
         let outputs = model.select(&names).map_err(|e| ServeError::invalid(format!("model '{}': {e}", config.name)))?;
-        Ok(ConfiguredModel { model: Arc::new(model), outputs: Arc::new(outputs) })
+        Ok(ConfiguredModel { model: Arc::new(model), outputs: Arc::new(outputs), entities })
+    }
+
+    /// The aggregation strategy of the `entities` output, where the config declares one.
+    pub fn entities(&self) -> Option<Aggregation> {
+        self.entities
     }
 
     /// The text model (for what the config does not name: embeddings and
