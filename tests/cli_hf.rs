@@ -243,3 +243,67 @@ fn a_model_repository_may_hold_a_huggingface_folder() {
     let exit = server.terminate(Duration::from_secs(30));
     assert!(exit.success(), "trt serve exited with {exit} after SIGTERM");
 }
+
+#[test]
+fn the_heads_routes_answer_like_the_libraries_with_their_clients() {
+    let deps = common::deps();
+    let python = serve::venv_python(&deps, "tritonclient.http,huggingface_hub", "tritonclient[http] huggingface_hub");
+    let repo = tempfile::tempdir().unwrap();
+    for (name, fixture) in [("splade", "splade"), ("qwen3", "qwen3-reranker"), ("cross", "roberta-cross-encoder"), ("ner", "bert-ner")] {
+        copy_dir(&fixtures().join(fixture), &repo.path().join(name));
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_trt"));
+    cmd.args(["serve", "--model-repository"]).arg(repo.path()).args(["--threads", "1"]).env("TRT_IMPORT_CACHE", cache.path());
+    let server = serve::Server::start_command_logging_to(cmd, Duration::from_secs(180), &cache.path().join("serve.log"));
+    let mut client = Command::new(&python);
+    client
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/python/hf_routes.py"))
+        .args(["--http", &server.http])
+        .arg("--references")
+        .arg(fixtures().join("references"));
+    serve::run_client(client, "tests/python/hf_routes.py", Duration::from_secs(240));
+    let exit = server.terminate(Duration::from_secs(30));
+    assert!(exit.success(), "trt serve exited with {exit} after SIGTERM");
+}
+
+#[test]
+fn trt_ner_prints_the_entities_of_transformers_pipeline() {
+    let cache = tempfile::tempdir().unwrap();
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(fixtures().join("references/bert-ner.json")).unwrap()).unwrap();
+    let texts: Vec<&str> = r["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).filter(|t| !t.is_empty()).collect();
+    let src = fixtures().join("bert-ner");
+    for strategy in ["none", "simple", "first", "max", "average"] {
+        let mut args = vec!["ner", src.to_str().unwrap(), "--json", "--backend", "onnxruntime", "--aggregation", strategy];
+        args.extend(&texts);
+        let o = trt(cache.path(), &args);
+        assert_ok(&o, &format!("trt ner --aggregation {strategy}"));
+        let want: Vec<&Value> = r["texts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(r["entities"][strategy].as_array().unwrap())
+            .filter(|(t, _)| !t.as_str().unwrap().is_empty())
+            .map(|(_, e)| e)
+            .collect();
+        let lines: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().lines().collect();
+        assert_eq!(lines.len(), texts.len(), "one line per text");
+        for ((line, want), text) in lines.iter().zip(want).zip(&texts) {
+            let got: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(got["text"], *text);
+            let (got, want) = (got["entities"].as_array().unwrap(), want.as_array().unwrap());
+            assert_eq!(got.len(), want.len(), "{strategy} {text:?}: {got:?} vs {want:?}");
+            for (g, w) in got.iter().zip(want) {
+                for key in ["entity", "entity_group", "index", "word", "start", "end"] {
+                    assert_eq!(g.get(key), w.get(key), "{strategy} {text:?}: {key} of {g} vs {w}");
+                }
+                assert!((g["score"].as_f64().unwrap() - w["score"].as_f64().unwrap()).abs() <= 1e-4, "{strategy} {text:?}: {g} vs {w}");
+            }
+        }
+    }
+    // A model that does not classify tokens is refused, naming why.
+    let o = trt(cache.path(), &["ner", fixtures().join("bert-cls3").to_str().unwrap(), "--backend", "onnxruntime", "x"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("token classification needs"), "{err}");
+}
