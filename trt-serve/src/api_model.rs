@@ -202,7 +202,7 @@ pub async fn run(service: &Service, served: &ServedVersion, route: &str, rows: V
     let in_flight = service.metrics.start(&served.name, &v, route);
     let result = dispatcher.run_rows(rows, 0, None).await;
     match &result {
-        Ok(ran) => in_flight.finish(Ok(crate::metrics::Phases {
+        Ok(ran) => in_flight.finish(Ok(crate::observability::metrics::Phases {
             rows: n as u64,
             executions: ran.executions,
             queue: ran.queue,

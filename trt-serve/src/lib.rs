@@ -77,20 +77,18 @@ mod connections;
 mod cors;
 mod dispatch;
 mod error;
-mod gpu_metrics;
 mod grpc;
 mod grpc_health;
 mod http;
 mod kserve;
 mod limits;
 mod loader;
-mod metrics;
 mod model_control;
+mod observability;
 mod openai;
 mod placement;
 mod repository;
 mod repository_sync;
-mod request_span;
 mod server;
 mod service;
 mod single_model;
@@ -102,7 +100,6 @@ mod tensor_padding;
 mod text_model;
 mod tls;
 mod token_classification;
-mod traceparent;
 mod vectors;
 
 pub use auth::{Access, ApiKey};
@@ -143,7 +140,7 @@ pub mod test_support {
         pub use crate::kserve::*;
     }
     pub mod metrics {
-        pub use crate::metrics::*;
+        pub use crate::observability::metrics::*;
     }
     pub mod openai {
         pub use crate::openai::*;
@@ -155,7 +152,7 @@ pub mod test_support {
         pub use crate::repository::*;
     }
     pub mod request_span {
-        pub use crate::request_span::*;
+        pub use crate::observability::request_span::*;
     }
     pub mod service {
         pub use crate::service::*;
@@ -173,7 +170,7 @@ pub mod test_support {
         pub use crate::token_classification::*;
     }
     pub mod traceparent {
-        pub use crate::traceparent::*;
+        pub use crate::observability::traceparent::*;
     }
 }
 

@@ -137,7 +137,7 @@ impl Listeners {
         let mut grpc_stopped = stop.clone();
         let (incoming, accepting) = crate::connections::grpc_incoming(self.grpc, &transport, tls.as_ref().map(|t| t.grpc.clone()), stop);
         let grpc = crate::connections::grpc_builder(&transport)
-            .layer(crate::request_span::RequestSpanLayer)
+            .layer(crate::observability::request_span::RequestSpanLayer)
             .layer(crate::auth::GrpcAuthLayer(guard.access))
             .add_service(crate::grpc::server(service.clone()))
             .add_service(crate::grpc_health::server(service))
@@ -168,7 +168,7 @@ impl Guard {
             Some(c) => router.layer(c.clone()),
             None => router,
         };
-        router.layer(crate::request_span::RequestSpanLayer)
+        router.layer(crate::observability::request_span::RequestSpanLayer)
     }
 }
 
@@ -336,7 +336,7 @@ impl Started {
         let repository = crate::repository::Repository::new(&options.repository, options.limits, Arc::new(options.loader))?;
         let repository = Arc::new(repository.with_control(control.clone()));
         crate::repository_sync::load_at_start(&control, &repository).await?;
-        let service = Arc::new(Service { repository, metrics: Arc::new(crate::metrics::Metrics::new()) });
+        let service = Arc::new(Service { repository, metrics: Arc::new(crate::observability::metrics::Metrics::new()) });
         let guard = Guard { access: Arc::new(options.access), cors: crate::cors::layer(&options.cors_allow_origin) };
         Ok(Started { listeners, bound, service, guard, transport: options.transport, tls })
     }

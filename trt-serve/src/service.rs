@@ -9,7 +9,7 @@ use crate::dispatch::Dispatcher;
 use crate::error::{ServeError, ServeResult};
 use crate::kserve::{classification, wanted_outputs, Elements, InferRequest, InferResponse, InputTensor, OutputData, OutputTensor};
 use crate::limits::Limits;
-use crate::metrics::{instance_text, GpuWork, Metrics, Phases, FAILURE_REASONS};
+use crate::observability::metrics::{instance_text, GpuWork, Metrics, Phases, FAILURE_REASONS};
 use crate::repository::{Dispatch, IndexEntry, Repository, ServedVersion};
 use crate::text_model::{text_input, ENTITIES};
 use crate::token_classification;

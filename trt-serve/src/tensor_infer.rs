@@ -8,7 +8,7 @@ use std::time::Instant;
 use crate::error::ServeResult;
 use crate::kserve::wanted_outputs;
 use crate::kserve::{classification, InferRequest, InferResponse, OutputTensor};
-use crate::metrics::Phases;
+use crate::observability::metrics::Phases;
 use crate::repository::ServedVersion;
 use crate::tensor_dispatch::TensorDispatcher;
 use crate::tensor_model::{float_values, output_data};

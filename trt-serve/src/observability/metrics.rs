@@ -359,7 +359,7 @@ impl Metrics {
         let mut out = Vec::new();
         TextEncoder::new().encode(&self.registry.gather(), &mut out).expect("text encoding into a Vec cannot fail");
         let mut text = String::from_utf8(out).expect("the text format is UTF-8");
-        text.push_str(&crate::gpu_metrics::render());
+        text.push_str(&crate::observability::gpu_metrics::render());
         text
     }
 }

@@ -3,7 +3,7 @@
 //! | what | where |
 //! |---|---|
 //! | the id | the client's `x-request-id` when it is 1 to 128 visible ASCII characters, else a new one ([`new_request_id`]) |
-//! | the span | `request` under target `trt_serve::request`, level INFO, fields `request_id`, `method`, `path`, and `trace_id`, `parent_id`, `sampled` from a valid W3C `traceparent` ([`crate::traceparent`]; an invalid one is ignored, logged at DEBUG) |
+//! | the span | `request` under target `trt_serve::request`, level INFO, fields `request_id`, `method`, `path`, and `trace_id`, `parent_id`, `sampled` from a valid W3C `traceparent` ([`crate::observability::traceparent`]; an invalid one is ignored, logged at DEBUG) |
 //! | the answer | the id echoed as the response's `x-request-id` header (gRPC: initial metadata) |
 //! | the event | `finished` with `status` (HTTP), `grpc_status` (when the headers carry it) and `latency_ms`, at DEBUG (WARN for a 5xx) |
 //!
@@ -24,7 +24,7 @@ use std::time::Instant;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
 use tracing::Instrument;
 
-use crate::traceparent::{TraceParent, TraceParentError};
+use crate::observability::traceparent::{TraceParent, TraceParentError};
 
 /// The request id header, read from the request and written on the response.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
