@@ -1,6 +1,6 @@
 //! The model behind a TEI or OpenAI route, and the one path its work takes:
 //! inputs tokenized here (per-request truncation, pairs, ready token ids)
-//! into rows, the rows through the version's [`Dispatcher`](crate::dispatch::Dispatcher)
+//! into rows, the rows through the version's [`Dispatcher`](crate::models::dispatch::Dispatcher)
 //! (the same queue, token budget and length grouping as `/v2/.../infer`, so
 //! traffic of every protocol batches together), the version's request
 //! metrics counted as for KServe requests.
@@ -20,9 +20,9 @@ use trt_nlp::sparse::SPARSE;
 use trt_nlp::{OutputRows, PairTruncation, TokenRow, TruncationSide, EMBEDDING};
 
 use crate::api_request::Bounds;
-use crate::dispatch::Ran;
 use crate::error::{ServeError, ServeResult};
-use crate::repository::ServedVersion;
+use crate::models::dispatch::Ran;
+use crate::models::repository::ServedVersion;
 use crate::service::Service;
 use crate::tei::request::{Input, Truncate};
 

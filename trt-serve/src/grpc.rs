@@ -70,7 +70,7 @@ fn typed_contents(name: &str, datatype: DataType, count: usize, c: InferTensorCo
 }
 
 /// Converts a gRPC request into the protocol-independent form.
-pub fn decode_request(r: ModelInferRequest, limits: &crate::limits::Limits) -> ServeResult<InferRequest> {
+pub fn decode_request(r: ModelInferRequest, limits: &crate::transport::limits::Limits) -> ServeResult<InferRequest> {
     if !r.raw_input_contents.is_empty() && r.raw_input_contents.len() != r.inputs.len() {
         return Err(ServeError::invalid(format!(
             "{} raw_input_contents for {} inputs: send raw contents for every input or for none",

@@ -9,7 +9,7 @@
 //! | anything else | status `NOT_FOUND`, as the protocol asks |
 //!
 //! Like the other health routes it needs no API key unless health is
-//! protected ([`crate::auth`]): kubelet's probe sends no metadata.
+//! protected ([`crate::transport::auth`]): kubelet's probe sends no metadata.
 
 use std::sync::Arc;
 

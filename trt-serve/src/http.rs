@@ -196,7 +196,9 @@ async fn stats_v(State(s): Shared, Path((model, version)): Path<(String, String)
 /// The body, or the reason it could not be read (too large: 413; too slow: 408).
 pub(crate) fn body_of(body: Result<Bytes, BytesRejection>) -> ServeResult<Bytes> {
     body.map_err(|e| match e.status() {
-        _ if crate::connections::BodyTimedOut::find(&e).is_some() => ServeError::RequestTimeout(format!("request body: {}", e.body_text())),
+        _ if crate::transport::connections::BodyTimedOut::find(&e).is_some() => {
+            ServeError::RequestTimeout(format!("request body: {}", e.body_text()))
+        }
         StatusCode::PAYLOAD_TOO_LARGE => ServeError::TooLarge(format!("request body: {}", e.body_text())),
         _ => ServeError::invalid(format!("request body: {}", e.body_text())),
     })

@@ -71,46 +71,31 @@
 
 mod api_model;
 mod api_request;
-mod auth;
 pub mod config;
-mod connections;
-mod cors;
-mod dispatch;
 mod error;
 mod grpc;
 mod grpc_health;
 mod http;
 mod kserve;
-mod limits;
-mod loader;
-mod model_control;
+mod models;
 mod observability;
 mod openai;
-mod placement;
-mod repository;
-mod repository_sync;
 mod server;
 mod service;
-mod single_model;
 mod tei;
-mod tensor_dispatch;
-mod tensor_infer;
-mod tensor_model;
-mod tensor_padding;
-mod text_model;
-mod tls;
 mod token_classification;
+mod transport;
 mod vectors;
 
-pub use auth::{Access, ApiKey};
-pub use connections::Transport;
 pub use error::{ServeError, ServeResult};
-pub use limits::Limits;
-pub use loader::NlpLoader;
-pub use model_control::{Mode, ModelControl};
+pub use models::loader::NlpLoader;
+pub use models::model_control::{Mode, ModelControl};
+pub use models::single_model::SingleModel;
 pub use server::{run, serve, shutdown_signal, Bound, Ports, ServeHandle, ServeOptions};
-pub use single_model::SingleModel;
-pub use tls::TlsFiles;
+pub use transport::auth::{Access, ApiKey};
+pub use transport::connections::Transport;
+pub use transport::limits::Limits;
+pub use transport::tls::TlsFiles;
 
 /// The crate's insides for the workspace's integration tests (`tests/`, built by
 /// several packages) and fuzz targets (`fuzz/`). Not an API: hidden from the
@@ -128,7 +113,7 @@ pub mod test_support {
         pub use crate::api_request::*;
     }
     pub mod dispatch {
-        pub use crate::dispatch::*;
+        pub use crate::models::dispatch::*;
     }
     pub mod grpc {
         pub use crate::grpc::*;
@@ -146,10 +131,10 @@ pub mod test_support {
         pub use crate::openai::*;
     }
     pub mod placement {
-        pub use crate::placement::*;
+        pub use crate::models::placement::*;
     }
     pub mod repository {
-        pub use crate::repository::*;
+        pub use crate::models::repository::*;
     }
     pub mod request_span {
         pub use crate::observability::request_span::*;
@@ -161,10 +146,10 @@ pub mod test_support {
         pub use crate::tei::*;
     }
     pub mod tensor_model {
-        pub use crate::tensor_model::*;
+        pub use crate::models::tensor_model::*;
     }
     pub mod text_model {
-        pub use crate::text_model::*;
+        pub use crate::models::text_model::*;
     }
     pub mod token_classification {
         pub use crate::token_classification::*;
@@ -181,7 +166,7 @@ pub mod test_support {
 pub mod fuzzing {
     use crate::config::ModelConfig;
     use crate::kserve::{InputTensor, RequestedOutput};
-    use crate::limits::Limits;
+    use crate::transport::limits::Limits;
     use crate::ServeResult;
 
     /// [`crate::service`]'s check of a decoded request's inputs against a text model's config.

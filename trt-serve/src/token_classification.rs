@@ -27,9 +27,9 @@ use trt_nlp::ner::{Aggregation, Entity, NerRows};
 
 use crate::api_model as api;
 use crate::api_request::{count, kind, object, opt_str, text, Bounds, Refusal};
-use crate::dispatch::Ran;
 use crate::error::{ServeError, ServeResult};
-use crate::repository::ServedVersion;
+use crate::models::dispatch::Ran;
+use crate::models::repository::ServedVersion;
 use crate::service::Service;
 use crate::tei::TeiError;
 

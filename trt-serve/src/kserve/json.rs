@@ -11,7 +11,7 @@ use super::{
     RequestedOutput,
 };
 use crate::error::{ServeError, ServeResult};
-use crate::limits::Limits;
+use crate::transport::limits::Limits;
 
 /// The header carrying the JSON part's length.
 pub const HEADER_LENGTH: &str = "inference-header-content-length";

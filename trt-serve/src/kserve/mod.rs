@@ -14,7 +14,7 @@ mod outputs;
 pub(crate) use outputs::wanted_outputs;
 
 use crate::error::{ServeError, ServeResult};
-use crate::limits::Limits;
+use crate::transport::limits::Limits;
 
 /// A tensor datatype: KServe v2's wire names (`FP32`, `BYTES`), which
 /// Triton's model configuration spells `TYPE_FP32`, `TYPE_STRING`.

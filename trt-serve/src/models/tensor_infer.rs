@@ -1,6 +1,6 @@
 //! The KServe v2 `infer` method for a tensor model: the request's tensors
-//! checked against the config ([`crate::tensor_model`]), run through the
-//! version's queue ([`crate::tensor_dispatch`]), and the outputs asked for
+//! checked against the config ([`crate::models::tensor_model`]), run through the
+//! version's queue ([`crate::models::tensor_dispatch`]), and the outputs asked for
 //! encoded in the model's own element types (or as top-k classes).
 
 use std::time::Instant;
@@ -8,10 +8,10 @@ use std::time::Instant;
 use crate::error::ServeResult;
 use crate::kserve::wanted_outputs;
 use crate::kserve::{classification, InferRequest, InferResponse, OutputTensor};
+use crate::models::repository::ServedVersion;
+use crate::models::tensor_dispatch::TensorDispatcher;
+use crate::models::tensor_model::{float_values, output_data};
 use crate::observability::metrics::Phases;
-use crate::repository::ServedVersion;
-use crate::tensor_dispatch::TensorDispatcher;
-use crate::tensor_model::{float_values, output_data};
 
 /// Runs `request` on the tensor model `served` (whose dispatcher is `dispatcher`).
 pub(crate) async fn infer(

@@ -23,8 +23,8 @@ use trt_nlp::{OutputRows, Selection, TokenRow};
 
 use crate::config::{DynamicBatching, ModelConfig, TimeoutAction};
 use crate::error::{ServeError, ServeResult};
-use crate::limits::Limits;
-use crate::text_model::ConfiguredModel;
+use crate::models::text_model::ConfiguredModel;
+use crate::transport::limits::Limits;
 
 /// What a request got back, and where its time went.
 #[derive(Debug, Clone, PartialEq)]

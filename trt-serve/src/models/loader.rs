@@ -18,9 +18,9 @@ use trt_nlp::{Backend, Head, HelperOptions, ModelFolder, TextModel};
 
 use crate::config::{InstanceKind, ModelConfig, Platform};
 use crate::error::{ServeError, ServeResult};
-use crate::placement::{place, Placement};
-use crate::repository::VersionLoader;
-use crate::text_model::text_input;
+use crate::models::placement::{place, Placement};
+use crate::models::repository::VersionLoader;
+use crate::models::text_model::text_input;
 
 /// The loader `trt serve` uses: trt-nlp's TensorRT and ONNX Runtime backends.
 #[derive(Debug, Clone, Default)]

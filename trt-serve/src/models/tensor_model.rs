@@ -20,7 +20,7 @@ use trt_nlp::ElementType;
 use crate::config::{ModelConfig, TensorConfig};
 use crate::error::{ServeError, ServeResult};
 use crate::kserve::{DataType, Elements, InputTensor, OutputData};
-use crate::tensor_padding::{Padding, TensorView};
+use crate::models::tensor_padding::{Padding, TensorView};
 
 /// The KServe datatype of an element type.
 pub fn datatype_of(element: ElementType) -> DataType {

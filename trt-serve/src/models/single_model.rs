@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{ServeError, ServeResult};
-use crate::repository::check_model_name;
+use crate::models::repository::check_model_name;
 
 /// A one-model repository view, removed on drop.
 #[derive(Debug)]

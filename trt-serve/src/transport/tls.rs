@@ -1,7 +1,7 @@
 //! TLS for the HTTP and gRPC listeners (rustls with the ring provider), and
 //! optionally client certificates checked against a CA (mTLS). The
 //! handshake runs inside the listeners' accept loop under the header
-//! timeout ([`crate::connections`]), so a client that stalls it is
+//! timeout ([`crate::transport::connections`]), so a client that stalls it is
 //! disconnected like one that stalls its request head. The metrics
 //! listener stays plain HTTP (scrapers inside the cluster).
 //!

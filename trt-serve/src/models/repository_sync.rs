@@ -1,4 +1,4 @@
-//! What the model-control mode ([`crate::model_control`]) does to a
+//! What the model-control mode ([`crate::models::model_control`]) does to a
 //! repository: the models it loads at start, and for [`Mode::Poll`] the
 //! poller that loads what changed on disk and unloads what is gone.
 
@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::error::{ServeError, ServeResult};
-use crate::model_control::{Mode, ModelControl};
-use crate::repository::Repository;
+use crate::models::model_control::{Mode, ModelControl};
+use crate::models::repository::Repository;
 
 /// Loads what the mode loads at start. Failures are logged and listed in
 /// the index; a model named with `--load-model` that does not exist is an error.
@@ -92,7 +92,8 @@ fn fingerprints(repository: &Repository) -> BTreeMap<String, Fingerprint> {
         .filter_map(|name| {
             let dir = repository.root().join(&name);
             let text = std::fs::read_to_string(dir.join("config.pbtxt")).ok()?;
-            let versions = crate::repository::read_versions(&dir).into_iter().map(|v| (v, stamps(&dir.join(v.to_string())))).collect();
+            let versions =
+                crate::models::repository::read_versions(&dir).into_iter().map(|v| (v, stamps(&dir.join(v.to_string())))).collect();
             Some((name, (text, versions)))
         })
         .collect()

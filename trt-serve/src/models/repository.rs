@@ -26,13 +26,13 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::config::ModelConfig;
-use crate::dispatch::Dispatcher;
 use crate::error::{ServeError, ServeResult};
-use crate::limits::Limits;
-use crate::model_control::ModelControl;
-use crate::tensor_dispatch::TensorDispatcher;
-use crate::tensor_model::TensorModel;
-use crate::text_model::{is_text_model, ConfiguredModel};
+use crate::models::dispatch::Dispatcher;
+use crate::models::model_control::ModelControl;
+use crate::models::tensor_dispatch::TensorDispatcher;
+use crate::models::tensor_model::TensorModel;
+use crate::models::text_model::{is_text_model, ConfiguredModel};
+use crate::transport::limits::Limits;
 use trt_nlp::tensor::TensorBackend;
 use trt_nlp::TextModel;
 
@@ -274,7 +274,7 @@ impl Repository {
         let dir = if !dir.join("config.pbtxt").is_file() && trt_hf::is_hf_folder(&dir) {
             let view = self.hf_views.join(name);
             let options = trt_hf::ImportOptions::default();
-            crate::single_model::hf_view(&dir, &view, &trt_hf::default_cache(), &options, HF_MAX_BATCH)
+            crate::models::single_model::hf_view(&dir, &view, &trt_hf::default_cache(), &options, HF_MAX_BATCH)
                 .map_err(|e| self.fail_model(name, format!("HuggingFace folder {name}/: {e}")))?;
             view
         } else {

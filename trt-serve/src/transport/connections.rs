@@ -15,7 +15,7 @@
 //! | [`Transport::grpc_idle_timeout`] | 300 s | `--grpc-idle-timeout-secs` | gRPC: a connection with no stream open |
 //! | [`Transport::grpc_keepalive_interval`] / `_timeout` | 60 s / 20 s | `--grpc-keepalive-secs` / `--grpc-keepalive-timeout-secs` | gRPC: a ping every interval; no answer within the timeout closes the connection |
 //!
-//! With TLS ([`crate::tls`]) the handshake must finish within the header
+//! With TLS ([`crate::transport::tls`]) the handshake must finish within the header
 //! timeout too.
 //!
 //! tonic serves the gRPC connections itself and has no idle bound, so a
@@ -34,7 +34,7 @@
 //! gRPC client sees its idle transport closed and connects again for its
 //! next call.
 //!
-//! The per-request inference timeout is a [`crate::limits::Limits`] bound
+//! The per-request inference timeout is a [`crate::transport::limits::Limits`] bound
 //! (it applies to a request, whichever front end took it).
 //!
 //! axum's own `serve` has none of the HTTP bounds, so HTTP connections are

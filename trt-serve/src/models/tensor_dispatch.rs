@@ -35,11 +35,11 @@ use tokio::sync::oneshot;
 use trt_nlp::tensor::Tensor;
 
 use crate::config::ModelConfig;
-use crate::dispatch::{max_queue, Policy};
 use crate::error::{ServeError, ServeResult};
-use crate::limits::Limits;
-use crate::tensor_model::TensorModel;
-use crate::tensor_padding::BatchKey;
+use crate::models::dispatch::{max_queue, Policy};
+use crate::models::tensor_model::TensorModel;
+use crate::models::tensor_padding::BatchKey;
+use crate::transport::limits::Limits;
 
 /// What a request got back, and where its time went.
 #[derive(Debug, Clone, PartialEq)]
