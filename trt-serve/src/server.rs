@@ -20,7 +20,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::error::{ServeError, ServeResult};
-use crate::service::Service;
+use crate::protocols::service::Service;
 use crate::transport::auth::Access;
 use crate::transport::connections::Transport;
 use crate::transport::tls::{TlsConfigs, TlsFiles};
@@ -127,7 +127,7 @@ impl Listeners {
         );
         let metrics = crate::transport::connections::serve_http(
             self.metrics,
-            guard.wrap(crate::http::metrics_router(service.clone())),
+            guard.wrap(crate::protocols::http::metrics_router(service.clone())),
             transport.clone(),
             crate::transport::connections::METRICS_MAX_CONNECTIONS,
             tls.as_ref().and_then(|t| t.metrics.clone()),
@@ -140,8 +140,8 @@ impl Listeners {
         let grpc = crate::transport::connections::grpc_builder(&transport)
             .layer(crate::observability::request_span::RequestSpanLayer)
             .layer(crate::transport::auth::GrpcAuthLayer(guard.access))
-            .add_service(crate::grpc::server(service.clone()))
-            .add_service(crate::grpc_health::server(service))
+            .add_service(crate::protocols::grpc::server(service.clone()))
+            .add_service(crate::protocols::grpc_health::server(service))
             .serve_with_incoming_shutdown(incoming, async move {
                 let _ = grpc_stopped.wait_for(|&s| s).await;
             });
@@ -345,7 +345,7 @@ impl Started {
     /// Serves on a task of the current runtime until `shutdown` completes.
     fn spawn(self, shutdown: impl Future<Output = ()> + Send + 'static) -> ServeHandle {
         let Started { listeners, bound, service, guard, transport, tls } = self;
-        let router = guard.wrap(crate::http::router(service.clone()));
+        let router = guard.wrap(crate::protocols::http::router(service.clone()));
         let (tx, rx) = watch::channel(false);
         let poller = crate::models::repository_sync::spawn_poller(service.repository.control(), service.repository.clone(), rx.clone());
         let serving = listeners.serve(router.clone(), service.clone(), guard, transport, tls, rx);

@@ -23,7 +23,7 @@ use trt_nlp::HostWait;
 
 use text_format::{Field, Message, Scalar, Value};
 
-pub use crate::kserve::DataType;
+pub use crate::protocols::kserve::DataType;
 
 /// A `config.pbtxt` that cannot be served: the line and field at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

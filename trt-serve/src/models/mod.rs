@@ -14,7 +14,6 @@
 //! | `tensor_model` | a config bound to trt-nlp's `TensorBackend`: tensor inputs and outputs of any numeric type, checked or read from the model |
 //! | `tensor_dispatch` | a tensor model's queue: requests of equal shapes stacked along the batch axis |
 //! | `tensor_padding` | ragged requests in one batch: `pad.<input>` / `unpad.<output>` config parameters, padding to the longest, outputs cut back |
-//! | `tensor_infer` | a KServe request run on a tensor model |
 
 pub mod dispatch;
 pub mod loader;
@@ -24,7 +23,6 @@ pub mod repository;
 pub mod repository_sync;
 pub mod single_model;
 pub mod tensor_dispatch;
-pub mod tensor_infer;
 pub mod tensor_model;
 pub mod tensor_padding;
 pub mod text_model;

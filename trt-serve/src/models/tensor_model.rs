@@ -19,8 +19,8 @@ use trt_nlp::ElementType;
 
 use crate::config::{ModelConfig, TensorConfig};
 use crate::error::{ServeError, ServeResult};
-use crate::kserve::{DataType, Elements, InputTensor, OutputData};
 use crate::models::tensor_padding::{Padding, TensorView};
+use crate::protocols::kserve::{DataType, Elements, InputTensor, OutputData};
 
 /// The KServe datatype of an element type.
 pub fn datatype_of(element: ElementType) -> DataType {

@@ -21,7 +21,7 @@ use trt_nlp::{Labels, Selection, TextModel};
 
 use crate::config::ModelConfig;
 use crate::error::{ServeError, ServeResult};
-use crate::kserve::DataType;
+use crate::protocols::kserve::DataType;
 
 /// A text model and the outputs its config exposes.
 #[derive(Debug)]

@@ -19,12 +19,12 @@ use std::sync::Arc;
 use trt_nlp::sparse::SPARSE;
 use trt_nlp::{OutputRows, PairTruncation, TokenRow, TruncationSide, EMBEDDING};
 
-use crate::api_request::Bounds;
 use crate::error::{ServeError, ServeResult};
 use crate::models::dispatch::Ran;
 use crate::models::repository::ServedVersion;
-use crate::service::Service;
-use crate::tei::request::{Input, Truncate};
+use crate::protocols::api_request::Bounds;
+use crate::protocols::service::Service;
+use crate::protocols::tei::request::{Input, Truncate};
 
 /// One input, as the routes hand it over.
 #[derive(Debug, Clone, Copy)]
@@ -121,7 +121,7 @@ pub fn embedding_width(served: &ServedVersion) -> ServeResult<usize> {
         .ok_or_else(|| ServeError::invalid(format!("model '{}' exposes no '{EMBEDDING}' output: it does not embed", served.name)))
 }
 
-pub(crate) use crate::http::body_of;
+pub(crate) use crate::protocols::http::body_of;
 
 fn tokenize_error(e: trt_nlp::Error, index: usize) -> ServeError {
     match e {

@@ -25,13 +25,13 @@ use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 use trt_nlp::ner::{Aggregation, Entity, NerRows};
 
-use crate::api_model as api;
-use crate::api_request::{count, kind, object, opt_str, text, Bounds, Refusal};
 use crate::error::{ServeError, ServeResult};
 use crate::models::dispatch::Ran;
 use crate::models::repository::ServedVersion;
-use crate::service::Service;
-use crate::tei::TeiError;
+use crate::protocols::api_model as api;
+use crate::protocols::api_request::{count, kind, object, opt_str, text, Bounds, Refusal};
+use crate::protocols::service::Service;
+use crate::protocols::tei::TeiError;
 
 type Shared = State<Arc<Service>>;
 type Body = Result<Bytes, BytesRejection>;

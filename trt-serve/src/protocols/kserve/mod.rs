@@ -1,6 +1,6 @@
 //! KServe v2 inference requests and responses, independent of the transport:
 //! [`json`] reads and writes them over HTTP (JSON tensors and Triton's binary
-//! tensor extension), [`crate::grpc`] converts the protobuf messages, and
+//! tensor extension), [`crate::protocols::grpc`] converts the protobuf messages, and
 //! [`classification`] is Triton's classification extension.
 //!
 //! Fixed-size tensors travel as little-endian bytes ([`Elements::Fixed`]), as

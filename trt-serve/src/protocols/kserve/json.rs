@@ -311,7 +311,7 @@ pub fn encode_response(response: &InferResponse) -> (Vec<u8>, Option<usize>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kserve::{encode_bytes_elements, OutputTensor};
+    use crate::protocols::kserve::{encode_bytes_elements, OutputTensor};
 
     fn limits() -> Limits {
         Limits::default()

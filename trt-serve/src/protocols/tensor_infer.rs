@@ -6,12 +6,12 @@
 use std::time::Instant;
 
 use crate::error::ServeResult;
-use crate::kserve::wanted_outputs;
-use crate::kserve::{classification, InferRequest, InferResponse, OutputTensor};
 use crate::models::repository::ServedVersion;
 use crate::models::tensor_dispatch::TensorDispatcher;
 use crate::models::tensor_model::{float_values, output_data};
 use crate::observability::metrics::Phases;
+use crate::protocols::kserve::wanted_outputs;
+use crate::protocols::kserve::{classification, InferRequest, InferResponse, OutputTensor};
 
 /// Runs `request` on the tensor model `served` (whose dispatcher is `dispatcher`).
 pub(crate) async fn infer(

@@ -9,8 +9,10 @@ use tonic::{Request, Response, Status};
 
 use crate::config::{ModelConfig, TimeoutAction, VersionPolicy};
 use crate::error::{ServeError, ServeResult};
-use crate::kserve::{element_count, elements_from_raw, shape_from_wire, DataType, Elements, InferRequest, InputTensor, RequestedOutput};
-use crate::service::{Service, EXTENSIONS, SERVER_NAME};
+use crate::protocols::kserve::{
+    element_count, elements_from_raw, shape_from_wire, DataType, Elements, InferRequest, InputTensor, RequestedOutput,
+};
+use crate::protocols::service::{Service, EXTENSIONS, SERVER_NAME};
 
 /// The generated protocol types and service trait.
 #[allow(missing_docs, clippy::all)]
@@ -198,7 +200,7 @@ impl GrpcInferenceService for Grpc {
     async fn model_metadata(&self, r: Request<ModelMetadataRequest>) -> Reply<ModelMetadataResponse> {
         let r = r.into_inner();
         let m = self.service.model_metadata(&r.name, opt(&r.version))?;
-        let t = |v: Vec<crate::service::TensorMetadata>| {
+        let t = |v: Vec<crate::protocols::service::TensorMetadata>| {
             v.into_iter()
                 .map(|t| model_metadata_response::TensorMetadata { name: t.name, datatype: t.datatype.into(), shape: t.shape })
                 .collect()
@@ -251,7 +253,7 @@ impl GrpcInferenceService for Grpc {
     async fn model_statistics(&self, r: Request<ModelStatisticsRequest>) -> Reply<ModelStatisticsResponse> {
         let r = r.into_inner();
         let rows = self.service.statistics(opt(&r.name), opt(&r.version))?;
-        let d = |d: crate::service::Duration| Some(StatisticDuration { count: d.count, ns: d.ns });
+        let d = |d: crate::protocols::service::Duration| Some(StatisticDuration { count: d.count, ns: d.ns });
         let model_stats = rows
             .into_iter()
             .map(|s| proto::ModelStatistics {

@@ -4,8 +4,8 @@
 //! `dimensions`, `user` (accepted and ignored), as the OpenAI API reference
 //! and the `openai` Python package's `EmbeddingCreateParams` define them.
 
-use crate::api_request::{dimensions, object, opt_str, Bounds, Refusal};
-use crate::tei::request::{embed_inputs, Input};
+use crate::protocols::api_request::{dimensions, object, opt_str, Bounds, Refusal};
+use crate::protocols::tei::request::{embed_inputs, Input};
 
 /// How embeddings are written in the answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

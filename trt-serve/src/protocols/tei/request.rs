@@ -19,7 +19,7 @@
 use serde_json::{Map, Value};
 use trt_nlp::TruncationSide;
 
-use crate::api_request::{count, dimensions, ids, kind, object, opt_bool, opt_str, text, Bounds, Refusal};
+use crate::protocols::api_request::{count, dimensions, ids, kind, object, opt_bool, opt_str, text, Bounds, Refusal};
 
 /// One input of `/embed`, `/embed_all` or `/v1/embeddings`: a text or ready token ids.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,11 +17,11 @@ use serde_json::{json, Value};
 
 use super::request::{embeddings, model_of, EncodingFormat};
 use super::OpenAiError;
-use crate::api_model::{self as api, Item};
 use crate::error::ServeError;
-use crate::service::Service;
-use crate::tei::request::Truncate;
-use crate::vectors::{base64_f32, truncate_dims};
+use crate::protocols::api_model::{self as api, Item};
+use crate::protocols::service::Service;
+use crate::protocols::tei::request::Truncate;
+use crate::protocols::vectors::{base64_f32, truncate_dims};
 use trt_nlp::EMBEDDING;
 
 type Shared = State<Arc<Service>>;

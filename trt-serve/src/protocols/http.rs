@@ -15,8 +15,8 @@ use serde_json::{json, Value};
 
 use crate::config::{ModelConfig, TimeoutAction, VersionPolicy};
 use crate::error::{ServeError, ServeResult};
-use crate::kserve::json::{decode_request, encode_response, HEADER_LENGTH};
-use crate::service::{ModelMetadata, Service, EXTENSIONS, SERVER_NAME};
+use crate::protocols::kserve::json::{decode_request, encode_response, HEADER_LENGTH};
+use crate::protocols::service::{ModelMetadata, Service, EXTENSIONS, SERVER_NAME};
 
 type Shared = State<Arc<Service>>;
 
@@ -25,9 +25,12 @@ pub fn router(service: Arc<Service>) -> Router {
     let limit = service.repository.limits().max_body_bytes;
     // The embedding APIs: TEI's at the root (the single model) and per model, OpenAI's under /v1;
     // token classification (the HF Inference API's shape) beside TEI's.
+    let embedding_apis = crate::protocols::openai::routes::mount(crate::protocols::tei::routes::mount(
+        crate::protocols::tei::routes::mount(Router::new(), ""),
+        "/models/{model}",
+    ));
     let embedding_apis =
-        crate::openai::routes::mount(crate::tei::routes::mount(crate::tei::routes::mount(Router::new(), ""), "/models/{model}"));
-    let embedding_apis = crate::token_classification::mount(crate::token_classification::mount(embedding_apis, ""), "/models/{model}");
+        crate::protocols::token_classification::mount(crate::protocols::token_classification::mount(embedding_apis, ""), "/models/{model}");
     embedding_apis
         .route("/v2/health/live", get(live))
         .route("/v2/health/ready", get(ready))
@@ -80,7 +83,7 @@ async fn server_metadata() -> Json<Value> {
 }
 
 fn metadata_json(m: ModelMetadata) -> Json<Value> {
-    let t = |v: Vec<crate::service::TensorMetadata>| -> Vec<Value> {
+    let t = |v: Vec<crate::protocols::service::TensorMetadata>| -> Vec<Value> {
         v.into_iter().map(|t| json!({ "name": t.name, "datatype": t.datatype, "shape": t.shape })).collect()
     };
     Json(json!({ "name": m.name, "versions": m.versions, "platform": m.platform, "inputs": t(m.inputs), "outputs": t(m.outputs) }))
@@ -161,8 +164,8 @@ async fn model_config_v(State(s): Shared, Path((model, version)): Path<(String, 
     Ok(Json(config_json(&c)))
 }
 
-fn stats_json(rows: Vec<crate::service::VersionStatistics>) -> Json<Value> {
-    let d = |d: crate::service::Duration| json!({ "count": d.count, "ns": d.ns });
+fn stats_json(rows: Vec<crate::protocols::service::VersionStatistics>) -> Json<Value> {
+    let d = |d: crate::protocols::service::Duration| json!({ "count": d.count, "ns": d.ns });
     let rows: Vec<Value> = rows
         .into_iter()
         .map(|s| {

@@ -39,9 +39,9 @@ use serde_json::{json, Value};
 
 use super::request::{self, Sequence};
 use super::TeiError;
-use crate::api_model::{self as api, Item};
-use crate::service::Service;
-use crate::vectors::truncate_dims;
+use crate::protocols::api_model::{self as api, Item};
+use crate::protocols::service::Service;
+use crate::protocols::vectors::truncate_dims;
 use trt_nlp::sparse::{non_zeros, SPARSE};
 use trt_nlp::EMBEDDING;
 

@@ -17,8 +17,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use crate::api_request::Refusal;
 use crate::error::ServeError;
+use crate::protocols::api_request::Refusal;
 
 /// A failed TEI request.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use crate::api_request::Refusal;
 use crate::error::ServeError;
+use crate::protocols::api_request::Refusal;
 
 /// A failed OpenAI request.
 #[derive(Debug, Clone, PartialEq, Eq)]

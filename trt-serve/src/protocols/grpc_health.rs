@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
-use crate::service::Service;
+use crate::protocols::service::Service;
 
 /// The generated protocol types and service trait.
 #[allow(missing_docs, clippy::all)]

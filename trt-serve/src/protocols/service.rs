@@ -6,12 +6,14 @@ use std::time::Instant;
 
 use crate::config::ModelConfig;
 use crate::error::{ServeError, ServeResult};
-use crate::kserve::{classification, wanted_outputs, Elements, InferRequest, InferResponse, InputTensor, OutputData, OutputTensor};
 use crate::models::dispatch::Dispatcher;
 use crate::models::repository::{Dispatch, IndexEntry, Repository, ServedVersion};
 use crate::models::text_model::{text_input, ENTITIES};
 use crate::observability::metrics::{instance_text, GpuWork, Metrics, Phases, FAILURE_REASONS};
-use crate::token_classification;
+use crate::protocols::kserve::{
+    classification, wanted_outputs, Elements, InferRequest, InferResponse, InputTensor, OutputData, OutputTensor,
+};
+use crate::protocols::token_classification;
 use crate::transport::limits::Limits;
 use serde_json::Value;
 
@@ -257,7 +259,7 @@ impl Service {
     async fn infer_on(&self, served: &ServedVersion, request: InferRequest) -> ServeResult<(InferResponse, Phases)> {
         match &served.dispatch {
             Dispatch::Text(d) => self.infer_text(served, d, request).await,
-            Dispatch::Tensor(d) => crate::models::tensor_infer::infer(served, d, request).await,
+            Dispatch::Tensor(d) => crate::protocols::tensor_infer::infer(served, d, request).await,
         }
     }
 
