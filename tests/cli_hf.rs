@@ -223,48 +223,45 @@ fn trt_compare_checks_a_folder_against_saved_sentence_transformers_vectors() {
     assert!(err.contains("above --atol") && err.contains("reference.jsonl"), "{err}");
 }
 
-#[test]
-fn a_model_repository_may_hold_a_huggingface_folder() {
-    let deps = common::deps();
-    let python = serve::venv_python(&deps, "tritonclient.http", "tritonclient[http]");
+/// `trt serve` on a repository of fixture folders (`(model name, fixture)`,
+/// imported by the server), driven by the Python client `script` with
+/// `args` after `--http ADDR`, each bounded; the server must then exit 0 on SIGTERM.
+fn serve_fixtures_to_client(models: &[(&str, &str)], modules: &str, script: &str, args: &[&std::ffi::OsStr], within: Duration) {
+    let python = serve::venv_python(&common::deps(), modules, modules);
     let repo = tempfile::tempdir().unwrap();
-    copy_dir(&fixtures().join("bert-cls3"), &repo.path().join("sentiment"));
-    let cache = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_trt"));
-    cmd.args(["serve", "--model-repository"]).arg(repo.path()).args(["--threads", "1"]).env("TRT_IMPORT_CACHE", cache.path());
-    let server = serve::Server::start_command_logging_to(cmd, Duration::from_secs(120), &cache.path().join("serve.log"));
-    let mut client = Command::new(&python);
-    client
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/python/hf_repository.py"))
-        .args(["--http", &server.http, "--model", "sentiment"])
-        .arg("--reference")
-        .arg(fixtures().join("references/bert-cls3.json"));
-    serve::run_client(client, "tests/python/hf_repository.py", Duration::from_secs(120));
-    let exit = server.terminate(Duration::from_secs(30));
-    assert!(exit.success(), "trt serve exited with {exit} after SIGTERM");
-}
-
-#[test]
-fn the_heads_routes_answer_like_the_libraries_with_their_clients() {
-    let deps = common::deps();
-    let python = serve::venv_python(&deps, "tritonclient.http,huggingface_hub", "tritonclient[http] huggingface_hub");
-    let repo = tempfile::tempdir().unwrap();
-    for (name, fixture) in [("splade", "splade"), ("qwen3", "qwen3-reranker"), ("cross", "roberta-cross-encoder"), ("ner", "bert-ner")] {
+    for (name, fixture) in models {
         copy_dir(&fixtures().join(fixture), &repo.path().join(name));
     }
     let cache = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_trt"));
     cmd.args(["serve", "--model-repository"]).arg(repo.path()).args(["--threads", "1"]).env("TRT_IMPORT_CACHE", cache.path());
-    let server = serve::Server::start_command_logging_to(cmd, Duration::from_secs(180), &cache.path().join("serve.log"));
+    let server = serve::Server::start_command_logging_to(cmd, within, &cache.path().join("serve.log"));
     let mut client = Command::new(&python);
-    client
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/python/hf_routes.py"))
-        .args(["--http", &server.http])
-        .arg("--references")
-        .arg(fixtures().join("references"));
-    serve::run_client(client, "tests/python/hf_routes.py", Duration::from_secs(240));
+    client.arg(format!("{}/../tests/python/{script}", env!("CARGO_MANIFEST_DIR"))).args(["--http", &server.http]).args(args);
+    serve::run_client(client, &format!("tests/python/{script}"), within);
     let exit = server.terminate(Duration::from_secs(30));
     assert!(exit.success(), "trt serve exited with {exit} after SIGTERM");
+}
+
+#[test]
+fn a_model_repository_may_hold_a_huggingface_folder() {
+    let reference = fixtures().join("references/bert-cls3.json");
+    let args = ["--model".as_ref(), "sentiment".as_ref(), "--reference".as_ref(), reference.as_os_str()];
+    serve_fixtures_to_client(&[("sentiment", "bert-cls3")], "tritonclient.http", "hf_repository.py", &args, Duration::from_secs(120));
+}
+
+#[test]
+fn the_heads_routes_answer_like_the_libraries_with_their_clients() {
+    let references = fixtures().join("references");
+    let models = [("splade", "splade"), ("qwen3", "qwen3-reranker"), ("cross", "roberta-cross-encoder"), ("ner", "bert-ner")];
+    let modules = "tritonclient.http, huggingface_hub";
+    serve_fixtures_to_client(
+        &models,
+        modules,
+        "hf_routes.py",
+        &["--references".as_ref(), references.as_os_str()],
+        Duration::from_secs(240),
+    );
 }
 
 #[test]
