@@ -273,6 +273,7 @@ def embed_api_seeds():
         "similarity": (4, b'{"inputs": {"source_sentence": "s", "sentences": ["a", "b"]}, "parameters": {"truncate": true}}'),
         "tokenize": (5, b'{"inputs": ["a b", "c"], "add_special_tokens": false}'),
         "decode": (6, b'{"ids": [[101, 102], [7592]], "skip_special_tokens": false}'),
+        "token_classification": (7, b'{"inputs": ["Ann met Bo", "x"], "parameters": {"aggregation_strategy": "first", "ignore_labels": ["O"]}}'),
     }
     for name, (route, body) in tei.items():
         write("tei_request", name, bytes([route, 0]) + body)

@@ -223,23 +223,84 @@ fn trt_compare_checks_a_folder_against_saved_sentence_transformers_vectors() {
     assert!(err.contains("above --atol") && err.contains("reference.jsonl"), "{err}");
 }
 
-#[test]
-fn a_model_repository_may_hold_a_huggingface_folder() {
-    let deps = common::deps();
-    let python = serve::venv_python(&deps, "tritonclient.http", "tritonclient[http]");
+/// `trt serve` on a repository of fixture folders (`(model name, fixture)`,
+/// imported by the server), driven by the Python client `script` with
+/// `args` after `--http ADDR`, each bounded; the server must then exit 0 on SIGTERM.
+fn serve_fixtures_to_client(models: &[(&str, &str)], modules: &str, script: &str, args: &[&std::ffi::OsStr], within: Duration) {
+    let python = serve::venv_python(&common::deps(), modules, modules);
     let repo = tempfile::tempdir().unwrap();
-    copy_dir(&fixtures().join("bert-cls3"), &repo.path().join("sentiment"));
+    for (name, fixture) in models {
+        copy_dir(&fixtures().join(fixture), &repo.path().join(name));
+    }
     let cache = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_trt"));
     cmd.args(["serve", "--model-repository"]).arg(repo.path()).args(["--threads", "1"]).env("TRT_IMPORT_CACHE", cache.path());
-    let server = serve::Server::start_command_logging_to(cmd, Duration::from_secs(120), &cache.path().join("serve.log"));
+    let server = serve::Server::start_command_logging_to(cmd, within, &cache.path().join("serve.log"));
     let mut client = Command::new(&python);
-    client
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/python/hf_repository.py"))
-        .args(["--http", &server.http, "--model", "sentiment"])
-        .arg("--reference")
-        .arg(fixtures().join("references/bert-cls3.json"));
-    serve::run_client(client, "tests/python/hf_repository.py", Duration::from_secs(120));
+    client.arg(format!("{}/../tests/python/{script}", env!("CARGO_MANIFEST_DIR"))).args(["--http", &server.http]).args(args);
+    serve::run_client(client, &format!("tests/python/{script}"), within);
     let exit = server.terminate(Duration::from_secs(30));
     assert!(exit.success(), "trt serve exited with {exit} after SIGTERM");
+}
+
+#[test]
+fn a_model_repository_may_hold_a_huggingface_folder() {
+    let reference = fixtures().join("references/bert-cls3.json");
+    let args = ["--model".as_ref(), "sentiment".as_ref(), "--reference".as_ref(), reference.as_os_str()];
+    serve_fixtures_to_client(&[("sentiment", "bert-cls3")], "tritonclient.http", "hf_repository.py", &args, Duration::from_secs(120));
+}
+
+#[test]
+fn the_heads_routes_answer_like_the_libraries_with_their_clients() {
+    let references = fixtures().join("references");
+    let models = [("splade", "splade"), ("qwen3", "qwen3-reranker"), ("cross", "roberta-cross-encoder"), ("ner", "bert-ner")];
+    let modules = "tritonclient.http, huggingface_hub";
+    serve_fixtures_to_client(
+        &models,
+        modules,
+        "hf_routes.py",
+        &["--references".as_ref(), references.as_os_str()],
+        Duration::from_secs(240),
+    );
+}
+
+#[test]
+fn trt_ner_prints_the_entities_of_transformers_pipeline() {
+    let cache = tempfile::tempdir().unwrap();
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(fixtures().join("references/bert-ner.json")).unwrap()).unwrap();
+    let texts: Vec<&str> = r["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).filter(|t| !t.is_empty()).collect();
+    let src = fixtures().join("bert-ner");
+    for strategy in ["none", "simple", "first", "max", "average"] {
+        let mut args = vec!["ner", src.to_str().unwrap(), "--json", "--backend", "onnxruntime", "--aggregation", strategy];
+        args.extend(&texts);
+        let o = trt(cache.path(), &args);
+        assert_ok(&o, &format!("trt ner --aggregation {strategy}"));
+        let want: Vec<&Value> = r["texts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(r["entities"][strategy].as_array().unwrap())
+            .filter(|(t, _)| !t.as_str().unwrap().is_empty())
+            .map(|(_, e)| e)
+            .collect();
+        let lines: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().lines().collect();
+        assert_eq!(lines.len(), texts.len(), "one line per text");
+        for ((line, want), text) in lines.iter().zip(want).zip(&texts) {
+            let got: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(got["text"], *text);
+            let (got, want) = (got["entities"].as_array().unwrap(), want.as_array().unwrap());
+            assert_eq!(got.len(), want.len(), "{strategy} {text:?}: {got:?} vs {want:?}");
+            for (g, w) in got.iter().zip(want) {
+                for key in ["entity", "entity_group", "index", "word", "start", "end"] {
+                    assert_eq!(g.get(key), w.get(key), "{strategy} {text:?}: {key} of {g} vs {w}");
+                }
+                assert!((g["score"].as_f64().unwrap() - w["score"].as_f64().unwrap()).abs() <= 1e-4, "{strategy} {text:?}: {g} vs {w}");
+            }
+        }
+    }
+    // A model that does not classify tokens is refused, naming why.
+    let o = trt(cache.path(), &["ner", fixtures().join("bert-cls3").to_str().unwrap(), "--backend", "onnxruntime", "x"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("token classification needs"), "{err}");
 }

@@ -1,8 +1,10 @@
 //! TEI request bodies into `trt_serve::tei::request`'s decoders (`/embed`,
-//! `/embed_all`, `/predict`, `/rerank`, `/similarity`, `/tokenize`,
-//! `/decode`).
+//! `/embed_all` (and `/embed_sparse`, which reads the same fields),
+//! `/predict`, `/rerank`, `/similarity`, `/tokenize`, `/decode`), and the
+//! HF Inference API's token-classification body beside them
+//! (`trt_serve::token_classification::decode`).
 //!
-//! Input format: byte 0 picks the route (mod 7); byte 1 bit 0: small bounds
+//! Input format: byte 0 picks the route (mod 8); byte 1 bit 0: small bounds
 //! (2 inputs, 16-byte texts, 4 ids) instead of generous ones. The rest is the body.
 //!
 //! What must hold: no panic; a decoded request is within its bounds: at
@@ -13,6 +15,7 @@
 use libfuzzer_sys::fuzz_target;
 use trt_serve::test_support::api_request::Bounds;
 use trt_serve::test_support::tei::request::{self, Input, Sequence};
+use trt_serve::test_support::token_classification;
 
 const WIDTH: usize = 384;
 
@@ -37,7 +40,7 @@ fuzz_target!(|data: &[u8]| {
     } else {
         Bounds { max_inputs: 64, max_text_bytes: 4096, max_ids: 512 }
     };
-    match head[0] % 7 {
+    match head[0] % 8 {
         0 => {
             if let Ok(r) = request::embed(body, &b, WIDTH) {
                 check_inputs(&r.inputs, &b);
@@ -79,10 +82,18 @@ fuzz_target!(|data: &[u8]| {
                 check_texts(&r.inputs, &b);
             }
         }
-        _ => {
+        6 => {
             if let Ok(r) = request::decode(body, &b) {
                 assert!(!r.ids.is_empty() && r.ids.len() <= b.max_inputs.max(1));
                 assert!(r.ids.iter().all(|l| l.len() <= b.max_ids));
+            }
+        }
+        _ => {
+            if let Ok(r) = token_classification::decode(body, &b) {
+                assert!(!r.texts.is_empty() && r.texts.len() <= b.max_inputs.max(1));
+                assert!(r.batch || r.texts.len() == 1);
+                assert!(r.ignore.is_empty() || r.ignore.iter().any(|l| l == "O"));
+                check_texts(&r.texts, &b);
             }
         }
     }

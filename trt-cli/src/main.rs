@@ -85,6 +85,8 @@ enum Command {
     Classify(cmd::nlp::ClassifyArgs),
     /// Embed texts with an encoder model (plan, ONNX or model folder): sentence embeddings.
     Embed(cmd::nlp::EmbedArgs),
+    /// Named entities of texts with a token-classification model (entities as transformers' pipeline finds them).
+    Ner(cmd::nlp::NerArgs),
     /// Build, inspect and (where the GPU allows) run the embedded default model.
     #[cfg(feature = "tensorrt")]
     Demo(cmd::demo::Args),
@@ -146,6 +148,7 @@ fn main() -> ExitCode {
         Command::Tokenize(a) => cmd::tokenize::run(a),
         Command::Classify(a) => cmd::nlp::classify(a),
         Command::Embed(a) => cmd::nlp::embed(a),
+        Command::Ner(a) => cmd::nlp::ner(a),
         #[cfg(feature = "tensorrt")]
         Command::Demo(a) => cmd::demo::run(a),
         Command::Import(a) => cmd::import::run(a),

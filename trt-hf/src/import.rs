@@ -43,6 +43,10 @@ pub const TOKENS_OUTPUT: &str = "last_hidden_state";
 pub const SPARSE_OUTPUT: &str = "sparse";
 /// A classifier's output (FLOAT `[batch, labels]`; a token classifier's `[batch, sequence, labels]`).
 pub const LOGITS_OUTPUT: &str = "logits";
+/// What a served token classifier's config adds beside its logits: each
+/// text's entities as one JSON string (TYPE_STRING `[batch, 1]`), computed
+/// by the server from the logits, not by the graph.
+pub const ENTITIES_OUTPUT: &str = "entities";
 
 /// The precision of the written graph.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -436,8 +440,9 @@ pub(crate) fn token_id(t: &serde_json::Value, token: &str) -> Option<u64> {
 
 impl Descriptor {
     /// A Triton `config.pbtxt` for serving the imported model as a text
-    /// model: one `text` string input, the descriptor's outputs, dynamic
-    /// batching up to `max_batch` texts.
+    /// model: one `text` string input, the descriptor's outputs (and a
+    /// token classifier's [`ENTITIES_OUTPUT`]), dynamic batching up to
+    /// `max_batch` texts.
     pub fn text_model_config(&self, max_batch: usize) -> String {
         let dims = |name: &str| match name {
             EMBEDDING_OUTPUT | SPARSE_OUTPUT => self.embedding_dim.unwrap_or(self.hidden_size).to_string(),
@@ -445,8 +450,12 @@ impl Descriptor {
             LOGITS_OUTPUT if self.task == ModelTask::TokenClassification => format!("-1, {}", self.labels.len().max(1)),
             _ => self.labels.len().max(1).to_string(),
         };
-        let outputs: Vec<String> =
+        let mut outputs: Vec<String> =
             self.outputs.iter().map(|o| format!("  {{ name: \"{o}\" data_type: TYPE_FP32 dims: [ {} ] }}", dims(o))).collect();
+        if self.task == ModelTask::TokenClassification {
+            // The server's entities per text (JSON, as transformers' pipeline writes them), computed from the logits.
+            outputs.push(format!("  {{ name: \"{ENTITIES_OUTPUT}\" data_type: TYPE_STRING dims: [ 1 ] }}"));
+        }
         format!(
             "platform: \"onnxruntime_onnx\"\nmax_batch_size: {max_batch}\ninput [ {{ name: \"text\" data_type: TYPE_STRING dims: [ 1 ] }} ]\noutput [\n{}\n]\ndynamic_batching {{ max_queue_delay_microseconds: 1000 }}\n",
             outputs.join(",\n")

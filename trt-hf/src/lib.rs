@@ -49,7 +49,7 @@ pub use arch::{ArchConfig, Family};
 pub use error::{Error, Result};
 pub use folder::{is_hf_folder, HfFolder, ModelTask, ScoreActivation};
 pub use import::{
-    build, default_cache, import, import_cached, Descriptor, Form, ImportOptions, Precision, DESCRIPTOR, EMBEDDING_OUTPUT, FORMAT,
-    LOGITS_OUTPUT, SPARSE_OUTPUT, TOKENS_OUTPUT,
+    build, default_cache, import, import_cached, Descriptor, Form, ImportOptions, Precision, DESCRIPTOR, EMBEDDING_OUTPUT, ENTITIES_OUTPUT,
+    FORMAT, LOGITS_OUTPUT, SPARSE_OUTPUT, TOKENS_OUTPUT,
 };
 pub use json::Fields;

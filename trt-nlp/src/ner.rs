@@ -11,6 +11,10 @@
 //! | groups | every strategy but [`None`](Aggregation::None): consecutive tokens (or words) with the same tag (label without `B-`/`I-`) join unless one starts with `B-`; score = the mean |
 //! | filter | entities labelled `O` (a group tagged `O`) are dropped |
 //!
+//! [`TextModel::token_classify`] does it all; [`TextModel::ner_rows`] and
+//! [`TextModel::entities`] are its two halves, for a caller that runs the
+//! rows through its own queue (trt-serve's batching).
+//!
 //! A word or group's text is the tokenizer's decoder over its pieces (the
 //! WordPiece decoder glues `##` pieces and `.`, `,`, `!`, `?` to the
 //! previous token), except that an unknown token's text is the text's own
@@ -72,6 +76,23 @@ pub struct Entity {
     pub start: usize,
     /// One past the last character.
     pub end: usize,
+}
+
+impl Entity {
+    /// The entity as transformers' pipeline writes it: `entity`, `score`,
+    /// `index`, `word`, `start`, `end` for [`Aggregation::None`]; `entity_group`,
+    /// `score`, `word`, `start`, `end` for the others (the HF Inference API's
+    /// token-classification answer).
+    pub fn to_json(&self) -> serde_json::Value {
+        match self.index {
+            Some(index) => serde_json::json!({
+                "entity": self.label, "score": self.score, "index": index, "word": self.word, "start": self.start, "end": self.end,
+            }),
+            None => serde_json::json!({
+                "entity_group": self.label, "score": self.score, "word": self.word, "start": self.start, "end": self.end,
+            }),
+        }
+    }
 }
 
 /// One labelled token of a text, as the aggregation sees it.
@@ -255,6 +276,21 @@ fn token_scores(text: &str, e: &tokenizers::Encoding, logits: &[f32], labels: us
     out
 }
 
+/// Texts tokenized for token classification: the rows the model runs and
+/// the encodings (with character offsets) the aggregation reads back.
+#[derive(Debug, Clone)]
+pub struct NerRows {
+    encodings: Vec<tokenizers::Encoding>,
+    rows: Vec<TokenRow>,
+}
+
+impl NerRows {
+    /// The token rows, one per text, in order.
+    pub fn rows(&self) -> &[TokenRow] {
+        &self.rows
+    }
+}
+
 impl TextModel {
     /// The entities of each text, in their order, as transformers'
     /// token-classification pipeline finds them with `strategy` (labels
@@ -263,22 +299,12 @@ impl TextModel {
     /// checkpoint). Texts longer than the model's limit are cut; their
     /// tokens past it are not labelled.
     pub fn token_classify<S: AsRef<str> + Sync>(&self, texts: &[S], strategy: Aggregation) -> Result<Vec<Vec<Entity>>> {
-        let layout = self.layout();
-        if !layout.model_outputs().any(|o| o.name == "logits" && o.rank == 3) {
-            return Err(Error::InvalidConfig("token classification needs a [batch, sequence, labels] output called logits".into()));
-        }
+        let tokenized = self.ner_rows(texts)?;
         let selection = self.select(&["logits"])?;
-        let tokenizer = self.pipeline().tokenizer();
-        let encodings = texts
-            .iter()
-            .enumerate()
-            .map(|(index, t)| tokenizer.encode_char_offsets(t.as_ref(), true).map_err(|source| Error::Tokenize { index, source }))
-            .collect::<Result<Vec<_>>>()?;
-        let rows =
-            encodings.iter().map(|e| TokenRow::new(e.get_ids().to_vec(), Some(e.get_type_ids().to_vec()))).collect::<Result<Vec<_>>>()?;
         let labels = self.labels().len().max(1);
+        let rows = tokenized.rows();
         let logits: Mutex<Vec<Vec<f32>>> = Mutex::new(vec![Vec::new(); rows.len()]);
-        for_each_row_batch(&**self.backend(), self.pipeline(), &rows, &self.reads(&selection), |order, batch, outputs| {
+        for_each_row_batch(&**self.backend(), self.pipeline(), rows, &self.reads(&selection), |order, batch, outputs| {
             let out = selection.tensors(batch, outputs, order.len())?.swap_remove(0);
             let mut all = logits.lock().unwrap_or_else(PoisonError::into_inner);
             for (k, &i) in order.iter().enumerate() {
@@ -288,6 +314,49 @@ impl TextModel {
             Ok(())
         })?;
         let logits = logits.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let logits: Vec<&[f32]> = logits.iter().map(Vec::as_slice).collect();
+        self.entities(texts, &tokenized, &logits, strategy)
+    }
+
+    /// The first half of [`token_classify`](Self::token_classify), for a
+    /// caller that runs the rows itself (a server's queue): `texts`
+    /// tokenized with character offsets, cut where the model cuts. Refused
+    /// unless the model's `logits` are `[batch, sequence, labels]`.
+    pub fn ner_rows<S: AsRef<str>>(&self, texts: &[S]) -> Result<NerRows> {
+        if !self.layout().model_outputs().any(|o| o.name == "logits" && o.rank == 3) {
+            return Err(Error::InvalidConfig("token classification needs a [batch, sequence, labels] output called logits".into()));
+        }
+        let tokenizer = self.pipeline().tokenizer();
+        let encodings = texts
+            .iter()
+            .enumerate()
+            .map(|(index, t)| tokenizer.encode_char_offsets(t.as_ref(), true).map_err(|source| Error::Tokenize { index, source }))
+            .collect::<Result<Vec<_>>>()?;
+        let rows =
+            encodings.iter().map(|e| TokenRow::new(e.get_ids().to_vec(), Some(e.get_type_ids().to_vec()))).collect::<Result<Vec<_>>>()?;
+        Ok(NerRows { encodings, rows })
+    }
+
+    /// The second half: the entities of each of `texts` from its row's
+    /// `logits` (`[len, labels]` row-major, at least the row's length;
+    /// padding past it is ignored).
+    pub fn entities<S: AsRef<str>>(
+        &self,
+        texts: &[S],
+        tokenized: &NerRows,
+        logits: &[&[f32]],
+        strategy: Aggregation,
+    ) -> Result<Vec<Vec<Entity>>> {
+        if texts.len() != tokenized.rows.len() || logits.len() != texts.len() {
+            return Err(Error::InvalidConfig(format!(
+                "{} texts, {} token rows and {} logits rows: one of each per text",
+                texts.len(),
+                tokenized.rows.len(),
+                logits.len()
+            )));
+        }
+        let tokenizer = self.pipeline().tokenizer();
+        let labels = self.labels().len().max(1);
         let pieces = Pieces::of(tokenizer);
         let join = |parts: &[&str]| match tokenizer.get_decoder() {
             Some(d) => d.decode(parts.iter().map(|p| p.to_string()).collect()).unwrap_or_else(|_| parts.join(" ")),
@@ -295,8 +364,8 @@ impl TextModel {
         };
         Ok(texts
             .iter()
-            .zip(&encodings)
-            .zip(&logits)
+            .zip(&tokenized.encodings)
+            .zip(logits)
             .map(|((t, e), l)| aggregate(&token_scores(t.as_ref(), e, l, labels, &pieces), self.labels(), strategy, &["O"], &join))
             .collect())
     }

@@ -6,7 +6,7 @@
 //! | piece | what |
 //! |---|---|
 //! | [`rerank_prompt`] | the content: the template with `{instruction}`, `{query}`, `{doc}` filled in |
-//! | [`TextModel::rerank_rows`] | prefix ids + content ids (cut to what the length leaves) + suffix ids, each tokenized apart without special tokens around prefix and suffix |
+//! | [`TextModel::rerank_rows`] | prefix ids + content ids (cut to what the length leaves; the row says whether it was cut) + suffix ids, each tokenized apart without special tokens around prefix and suffix |
 //! | [`TextModel::rerank_scores`] | one score per document, in their order |
 //!
 //! The format comes from the import's descriptor ([`trt_hf::rerank::RerankFormat`]).
@@ -63,11 +63,11 @@ impl TextModel {
         let mut tokenizer = self.pipeline().tokenizer().clone();
         let bad = |e: tokenizers::Error| Error::InvalidConfig(format!("reranker prompt: {e}"));
         tokenizer.with_truncation(None).map_err(bad)?;
-        let ids = |t: &tokenizers::Tokenizer, text: &str, special: bool, index: usize| {
-            t.encode_fast(text, special).map(|e| e.get_ids().to_vec()).map_err(|source| Error::Tokenize { index, source })
+        let bare = |t: &tokenizers::Tokenizer, text: &str| {
+            t.encode_fast(text, false).map(|e| e.get_ids().to_vec()).map_err(|source| Error::Tokenize { index: 0, source })
         };
-        let prefix = ids(&tokenizer, &format.prefix, false, 0)?;
-        let suffix = ids(&tokenizer, &format.suffix, false, 0)?;
+        let prefix = bare(&tokenizer, &format.prefix)?;
+        let suffix = bare(&tokenizer, &format.suffix)?;
         let room = max_length.checked_sub(prefix.len() + suffix.len()).filter(|&r| r > 0).ok_or_else(|| {
             Error::InvalidConfig(format!(
                 "a reranker length of {max_length} tokens leaves no room between its prefix ({}) and suffix ({})",
@@ -85,8 +85,13 @@ impl TextModel {
         docs.iter()
             .enumerate()
             .map(|(i, doc)| {
-                let content = ids(&tokenizer, &rerank_prompt(&format.template, instruction, query, doc.as_ref()), true, i)?;
-                TokenRow::new([prefix.as_slice(), &content, &suffix].concat(), None)
+                let content = tokenizer
+                    .encode_fast(rerank_prompt(&format.template, instruction, query, doc.as_ref()), true)
+                    .map_err(|source| Error::Tokenize { index: i, source })?;
+                let mut row = TokenRow::new([prefix.as_slice(), content.get_ids(), &suffix].concat(), None)?;
+                // What the cut left over: a server refuses such a row unless the request allows cutting.
+                row.set_truncated(!content.get_overflowing().is_empty());
+                Ok(row)
             })
             .collect()
     }

@@ -5,7 +5,7 @@
 //! | kind | HTTP | gRPC | examples |
 //! |---|---|---|---|
 //! | [`ServeError::InvalidArgument`] | 400 | `INVALID_ARGUMENT` | malformed JSON, protobuf or binary framing; unknown tensor; wrong dtype or shape |
-//! | [`ServeError::TooLarge`] | 413 | `RESOURCE_EXHAUSTED` | body, element count or text over a [`crate::limits::Limits`] bound |
+//! | [`ServeError::TooLarge`] | 413 | `RESOURCE_EXHAUSTED` | body, element count or text over a [`crate::transport::limits::Limits`] bound |
 //! | [`ServeError::NotFound`] | 404 | `NOT_FOUND` | unknown model or version |
 //! | [`ServeError::Unavailable`] | 503 | `UNAVAILABLE` | model not ready, overloaded, queue or inference timeout, shutting down |
 //! | [`ServeError::NotAllowed`] | 400 | `UNAVAILABLE` | repository load / unload outside model-control mode `explicit` (Triton's codes) |

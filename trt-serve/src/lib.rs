@@ -1,39 +1,22 @@
 //! trt-serve: a KServe v2 / Triton-protocol inference server over trt-nlp's
 //! backends, with tokenization inside. `trt serve` (trt-cli) runs it.
 //!
-//! | layer | module | what it does |
-//! |---|---|---|
-//! | front ends | `http` | KServe v2 REST routes (axum), binary tensor extension header, `/metrics` |
-//! | | `grpc` | `inference.GRPCInferenceService` (tonic; `proto/inference.proto` compiled by protox) |
-//! | | `grpc_health` | `grpc.health.v1.Health/Check` on the gRPC port, for Kubernetes' `grpc` probes |
-//! | protocol | `kserve` | transport-independent requests and responses, JSON and binary tensor codecs, classification extension |
-//! | | `tei`, `openai` | text-embeddings-inference and OpenAI embeddings requests decoded and checked, their error bodies |
-//! | | `api_model` | the model behind a TEI / OpenAI route: inputs to token rows, rows through the version's dispatcher |
-//! | | `api_request` | what both decoders share: bounds, refusals, field readers; `vectors`: Matryoshka truncation, base64 |
-//! | | `service` | what each protocol method does, shared by both front ends |
-//! | | `error` | the one mapping of errors to HTTP status, gRPC code and metrics reason |
-//! | | `limits` | body, element, text and queue bounds checked at the edge |
-//! | models | `repository` | Triton's repository layout, version policy, load / unload, atomic version switch with drain |
-//! | | `model_control` | model-control modes `none` / `explicit` / `poll`, strict readiness |
-//! | | `single_model` | one model folder served directly (KServe's `/mnt/models`) |
-//! | | [`config`] | `config.pbtxt` (protobuf text format) parsed and checked |
-//! | | `dispatch` | admission, queue timeout and execution for one version |
-//! | | `text_model` | a config bound to trt-nlp's `TextModel`: the text input, the outputs it exposes (and the pooled `embedding`) |
-//! | | `tensor_model` | a config bound to trt-nlp's `TensorBackend`: tensor inputs and outputs of any numeric type, checked or read from the model |
-//! | | `tensor_dispatch` | a tensor model's queue: requests of equal shapes stacked along the batch axis |
-//! | | `tensor_padding` | ragged requests in one batch: `pad.<input>` / `unpad.<output>` config parameters, padding to the longest, outputs cut back |
-//! | | `loader` | a version folder opened through trt-nlp (model folder, backend for the platform, tokenizer) |
-//! | | `placement` | `instance_group` on the GPUs: device instances, checked against the GPUs there are |
-//! | | `metrics` | Prometheus metrics under Triton's names |
-//! | process | `server` | [`serve`] on the caller's runtime, [`run`] on its own; listeners, graceful shutdown on a future or on Ctrl-C / SIGTERM |
-//! | | `auth` | API keys (`Authorization: Bearer`) around every HTTP route and gRPC method |
-//! | | `tls`, `cors` | TLS (rustls) for HTTP and gRPC, mTLS; CORS for browsers |
-//! | | `connections` | connection caps, header / idle / body timeouts, gRPC streams and keepalive |
-//! | | `request_span` | one `tracing` span per HTTP and gRPC request, with its `x-request-id` |
-//! | | `traceparent` | W3C Trace Context's `traceparent` header, parsed strictly |
+//! The source is grouped by concern; each folder's `mod.rs` lists its modules.
 //!
-//! Dependencies point down the table; the backends (TensorRT, ONNX Runtime)
-//! are reached only through trt-nlp's `Backend` trait.
+//! | folder | modules | what lives there |
+//! |---|---|---|
+//! | `protocols/` | `http`, `grpc`, `grpc_health`, `kserve`, `service`, `tensor_infer`, `tei`, `openai`, `token_classification`, `api_model`, `api_request`, `vectors` | the front ends and the protocols they speak: decoders that check every field, routes, answers, each protocol's error body |
+//! | `models/` | `repository`, `repository_sync`, `model_control`, `single_model`, `loader`, `placement`, `dispatch`, `text_model`, `tensor_model`, `tensor_dispatch`, `tensor_padding` | the models behind every protocol: Triton's repository and its versions, loading through trt-nlp, GPU placement, the queues |
+//! | `transport/` | `connections`, `tls`, `auth`, `cors`, `limits` | the connection under every request: caps and timeouts, TLS, API keys, CORS, bounds checked at the edge |
+//! | `observability/` | `metrics`, `gpu_metrics`, `request_span`, `traceparent` | Prometheus metrics under Triton's names, NVML, one span per request, W3C trace context |
+//! | [`config`] | `text_format` | `config.pbtxt` (protobuf text format) parsed and checked |
+//! | `error.rs` | | the one mapping of errors to HTTP status, gRPC code and metrics reason |
+//! | `server.rs` | | [`serve`] on the caller's runtime, [`run`] on its own; listeners, graceful shutdown on a future or on Ctrl-C / SIGTERM |
+//!
+//! Protocols sit on models; models use only KServe's tensor types
+//! (`protocols::kserve`) and the bounds (`transport::limits`) from the other
+//! folders; transport and observability depend on neither. The backends (TensorRT, ONNX Runtime) are
+//! reached only through trt-nlp's `Backend` trait.
 //!
 //! The public face is what an embedder of the server needs: [`serve`] (on
 //! the caller's tokio runtime, until a shutdown future completes; its
@@ -42,7 +25,7 @@
 //! its own runtime, until Ctrl-C or SIGTERM: what `trt serve` runs), with
 //! their [`ServeOptions`] (ports, [`Limits`], transport bounds, access,
 //! model control, TLS, the [`NlpLoader`]), the [`config`] types, and
-//! [`ServeError`]. Every module above other than `config` is crate-private;
+//! [`ServeError`]. Every folder above and its modules, other than `config`, is crate-private;
 //! the workspace's integration tests and fuzz targets reach them through
 //! the hidden `test_support` module, which is no API.
 //!
@@ -68,50 +51,23 @@
 //! `examples/serve_in_app.rs` runs the router inside an application, end to end.
 #![warn(missing_docs)]
 
-mod api_model;
-mod api_request;
-mod auth;
 pub mod config;
-mod connections;
-mod cors;
-mod dispatch;
 mod error;
-mod gpu_metrics;
-mod grpc;
-mod grpc_health;
-mod http;
-mod kserve;
-mod limits;
-mod loader;
-mod metrics;
-mod model_control;
-mod openai;
-mod placement;
-mod repository;
-mod repository_sync;
-mod request_span;
+mod models;
+mod observability;
+mod protocols;
 mod server;
-mod service;
-mod single_model;
-mod tei;
-mod tensor_dispatch;
-mod tensor_infer;
-mod tensor_model;
-mod tensor_padding;
-mod text_model;
-mod tls;
-mod traceparent;
-mod vectors;
+mod transport;
 
-pub use auth::{Access, ApiKey};
-pub use connections::Transport;
 pub use error::{ServeError, ServeResult};
-pub use limits::Limits;
-pub use loader::NlpLoader;
-pub use model_control::{Mode, ModelControl};
+pub use models::loader::NlpLoader;
+pub use models::model_control::{Mode, ModelControl};
+pub use models::single_model::SingleModel;
 pub use server::{run, serve, shutdown_signal, Bound, Ports, ServeHandle, ServeOptions};
-pub use single_model::SingleModel;
-pub use tls::TlsFiles;
+pub use transport::auth::{Access, ApiKey};
+pub use transport::connections::Transport;
+pub use transport::limits::Limits;
+pub use transport::tls::TlsFiles;
 
 /// The crate's insides for the workspace's integration tests (`tests/`, built by
 /// several packages) and fuzz targets (`fuzz/`). Not an API: hidden from the
@@ -126,49 +82,52 @@ pub use tls::TlsFiles;
 pub mod test_support {
     #![allow(missing_docs)]
     pub mod api_request {
-        pub use crate::api_request::*;
+        pub use crate::protocols::api_request::*;
     }
     pub mod dispatch {
-        pub use crate::dispatch::*;
+        pub use crate::models::dispatch::*;
     }
     pub mod grpc {
-        pub use crate::grpc::*;
+        pub use crate::protocols::grpc::*;
     }
     pub mod http {
-        pub use crate::http::*;
+        pub use crate::protocols::http::*;
     }
     pub mod kserve {
-        pub use crate::kserve::*;
+        pub use crate::protocols::kserve::*;
     }
     pub mod metrics {
-        pub use crate::metrics::*;
+        pub use crate::observability::metrics::*;
     }
     pub mod openai {
-        pub use crate::openai::*;
+        pub use crate::protocols::openai::*;
     }
     pub mod placement {
-        pub use crate::placement::*;
+        pub use crate::models::placement::*;
     }
     pub mod repository {
-        pub use crate::repository::*;
+        pub use crate::models::repository::*;
     }
     pub mod request_span {
-        pub use crate::request_span::*;
+        pub use crate::observability::request_span::*;
     }
     pub mod service {
-        pub use crate::service::*;
+        pub use crate::protocols::service::*;
     }
     pub mod tei {
-        pub use crate::tei::*;
+        pub use crate::protocols::tei::*;
     }
     pub mod tensor_model {
-        pub use crate::tensor_model::*;
+        pub use crate::models::tensor_model::*;
     }
     pub mod text_model {
-        pub use crate::text_model::*;
+        pub use crate::models::text_model::*;
+    }
+    pub mod token_classification {
+        pub use crate::protocols::token_classification::*;
     }
     pub mod traceparent {
-        pub use crate::traceparent::*;
+        pub use crate::observability::traceparent::*;
     }
 }
 
@@ -178,22 +137,22 @@ pub mod test_support {
 #[doc(hidden)]
 pub mod fuzzing {
     use crate::config::ModelConfig;
-    use crate::kserve::{InputTensor, RequestedOutput};
-    use crate::limits::Limits;
+    use crate::protocols::kserve::{InputTensor, RequestedOutput};
+    use crate::transport::limits::Limits;
     use crate::ServeResult;
 
-    /// [`crate::service`]'s check of a decoded request's inputs against a text model's config.
+    /// [`crate::protocols::service`]'s check of a decoded request's inputs against a text model's config.
     pub fn request_texts(config: &ModelConfig, inputs: Vec<InputTensor>, limits: &Limits) -> ServeResult<Vec<String>> {
-        crate::service::request_texts(config, inputs, limits)
+        crate::protocols::service::request_texts(config, inputs, limits)
     }
 
-    /// [`crate::service`]'s choice of outputs.
+    /// [`crate::protocols::service`]'s choice of outputs.
     pub fn wanted_outputs(
         model: &str,
         requested: &[RequestedOutput],
         binary_data_output: bool,
         exposed: &[&str],
     ) -> ServeResult<Vec<(String, bool, Option<usize>)>> {
-        crate::kserve::wanted_outputs(model, requested, binary_data_output, exposed)
+        crate::protocols::kserve::wanted_outputs(model, requested, binary_data_output, exposed)
     }
 }

@@ -19,11 +19,11 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::auth::Access;
-use crate::connections::Transport;
 use crate::error::{ServeError, ServeResult};
-use crate::service::Service;
-use crate::tls::{TlsConfigs, TlsFiles};
+use crate::protocols::service::Service;
+use crate::transport::auth::Access;
+use crate::transport::connections::Transport;
+use crate::transport::tls::{TlsConfigs, TlsFiles};
 
 /// Where the server listens (port 0: any free port). Default: Triton's
 /// ports on loopback, `127.0.0.1:8000` (HTTP), `:8001` (gRPC), `:8002`
@@ -116,7 +116,7 @@ impl Listeners {
         stop: watch::Receiver<bool>,
     ) -> std::io::Result<()> {
         let drain = service.repository.limits().drain_timeout;
-        let http = crate::connections::serve_http(
+        let http = crate::transport::connections::serve_http(
             self.http,
             http,
             transport.clone(),
@@ -125,22 +125,23 @@ impl Listeners {
             stop.clone(),
             drain,
         );
-        let metrics = crate::connections::serve_http(
+        let metrics = crate::transport::connections::serve_http(
             self.metrics,
-            guard.wrap(crate::http::metrics_router(service.clone())),
+            guard.wrap(crate::protocols::http::metrics_router(service.clone())),
             transport.clone(),
-            crate::connections::METRICS_MAX_CONNECTIONS,
+            crate::transport::connections::METRICS_MAX_CONNECTIONS,
             tls.as_ref().and_then(|t| t.metrics.clone()),
             stop.clone(),
             drain,
         );
         let mut grpc_stopped = stop.clone();
-        let (incoming, accepting) = crate::connections::grpc_incoming(self.grpc, &transport, tls.as_ref().map(|t| t.grpc.clone()), stop);
-        let grpc = crate::connections::grpc_builder(&transport)
-            .layer(crate::request_span::RequestSpanLayer)
-            .layer(crate::auth::GrpcAuthLayer(guard.access))
-            .add_service(crate::grpc::server(service.clone()))
-            .add_service(crate::grpc_health::server(service))
+        let (incoming, accepting) =
+            crate::transport::connections::grpc_incoming(self.grpc, &transport, tls.as_ref().map(|t| t.grpc.clone()), stop);
+        let grpc = crate::transport::connections::grpc_builder(&transport)
+            .layer(crate::observability::request_span::RequestSpanLayer)
+            .layer(crate::transport::auth::GrpcAuthLayer(guard.access))
+            .add_service(crate::protocols::grpc::server(service.clone()))
+            .add_service(crate::protocols::grpc_health::server(service))
             .serve_with_incoming_shutdown(incoming, async move {
                 let _ = grpc_stopped.wait_for(|&s| s).await;
             });
@@ -163,12 +164,12 @@ impl Guard {
     /// outside them (a preflight carries no key); the request's span
     /// outermost, so refusals are logged inside it too.
     fn wrap(&self, router: axum::Router) -> axum::Router {
-        let router = router.layer(axum::middleware::from_fn_with_state(self.access.clone(), crate::auth::http));
+        let router = router.layer(axum::middleware::from_fn_with_state(self.access.clone(), crate::transport::auth::http));
         let router = match &self.cors {
             Some(c) => router.layer(c.clone()),
             None => router,
         };
-        router.layer(crate::request_span::RequestSpanLayer)
+        router.layer(crate::observability::request_span::RequestSpanLayer)
     }
 }
 
@@ -226,7 +227,7 @@ pub struct ServeOptions {
     /// Listen addresses (default [`Ports::default`]: loopback, 8000, 8001, 8002).
     pub ports: Ports,
     /// Limits (default [`Limits::default`](crate::Limits)).
-    pub limits: crate::limits::Limits,
+    pub limits: crate::transport::limits::Limits,
     /// Connection timeouts and caps (default [`Transport::default`]).
     pub transport: Transport,
     /// API keys (default: none, every route open).
@@ -234,13 +235,13 @@ pub struct ServeOptions {
     /// Model-control mode and readiness (default: [`Mode::None`](crate::Mode::None),
     /// every model loaded at start, strict readiness, as `trt serve`; note that
     /// [`ModelControl::default`](crate::ModelControl) is `explicit` instead).
-    pub control: crate::model_control::ModelControl,
+    pub control: crate::models::model_control::ModelControl,
     /// TLS for HTTP and gRPC (default: none, plain).
     pub tls: Option<TlsFiles>,
     /// Origins browsers may call from (`*`: any); none (the default): no CORS headers.
     pub cors_allow_origin: Vec<String>,
     /// How versions are opened (default [`NlpLoader::default`](crate::NlpLoader)).
-    pub loader: crate::loader::NlpLoader,
+    pub loader: crate::models::loader::NlpLoader,
     /// Threads of the runtime [`run`] builds to serve HTTP and gRPC
     /// requests (parsing, single-text tokenization, encoding the answer);
     /// `None` (the default): one per core. Fewer than the cores leaves the
@@ -255,13 +256,13 @@ impl ServeOptions {
         ServeOptions {
             repository: repository.into(),
             ports: Ports::default(),
-            limits: crate::limits::Limits::default(),
+            limits: crate::transport::limits::Limits::default(),
             transport: Transport::default(),
             access: Access::default(),
-            control: crate::model_control::ModelControl { mode: crate::model_control::Mode::None, strict_readiness: true },
+            control: crate::models::model_control::ModelControl { mode: crate::models::model_control::Mode::None, strict_readiness: true },
             tls: None,
             cors_allow_origin: Vec::new(),
-            loader: crate::loader::NlpLoader::default(),
+            loader: crate::models::loader::NlpLoader::default(),
             request_threads: None,
         }
     }
@@ -329,24 +330,24 @@ impl Started {
     /// slow model load), and loads what the model-control mode loads at start.
     async fn new(options: ServeOptions) -> ServeResult<Self> {
         let tls = options.tls.as_ref().map(TlsFiles::load).transpose()?;
-        crate::cors::check(&options.cors_allow_origin)?;
+        crate::transport::cors::check(&options.cors_allow_origin)?;
         let listeners = Listeners::bind(&options.ports).await.map_err(io)?;
         let bound = listeners.addresses().map_err(io)?;
         let control = options.control.clone();
-        let repository = crate::repository::Repository::new(&options.repository, options.limits, Arc::new(options.loader))?;
+        let repository = crate::models::repository::Repository::new(&options.repository, options.limits, Arc::new(options.loader))?;
         let repository = Arc::new(repository.with_control(control.clone()));
-        crate::repository_sync::load_at_start(&control, &repository).await?;
-        let service = Arc::new(Service { repository, metrics: Arc::new(crate::metrics::Metrics::new()) });
-        let guard = Guard { access: Arc::new(options.access), cors: crate::cors::layer(&options.cors_allow_origin) };
+        crate::models::repository_sync::load_at_start(&control, &repository).await?;
+        let service = Arc::new(Service { repository, metrics: Arc::new(crate::observability::metrics::Metrics::new()) });
+        let guard = Guard { access: Arc::new(options.access), cors: crate::transport::cors::layer(&options.cors_allow_origin) };
         Ok(Started { listeners, bound, service, guard, transport: options.transport, tls })
     }
 
     /// Serves on a task of the current runtime until `shutdown` completes.
     fn spawn(self, shutdown: impl Future<Output = ()> + Send + 'static) -> ServeHandle {
         let Started { listeners, bound, service, guard, transport, tls } = self;
-        let router = guard.wrap(crate::http::router(service.clone()));
+        let router = guard.wrap(crate::protocols::http::router(service.clone()));
         let (tx, rx) = watch::channel(false);
-        let poller = crate::repository_sync::spawn_poller(service.repository.control(), service.repository.clone(), rx.clone());
+        let poller = crate::models::repository_sync::spawn_poller(service.repository.control(), service.repository.clone(), rx.clone());
         let serving = listeners.serve(router.clone(), service.clone(), guard, transport, tls, rx);
         let task = tokio::spawn(async move {
             let trigger = async move {

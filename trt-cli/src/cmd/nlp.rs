@@ -1,5 +1,6 @@
-//! `trt classify MODEL [TEXT ...]` and `trt embed MODEL [TEXT ...]`: texts
-//! from the arguments, else one per line of stdin.
+//! `trt classify MODEL [TEXT ...]`, `trt embed MODEL [TEXT ...]` and `trt
+//! ner MODEL [TEXT ...]`: texts from the arguments, else one per line of
+//! stdin.
 //!
 //! MODEL is a plan, an ONNX file, a model folder, a HuggingFace folder
 //! (imported on first use: the graph written from its safetensors weights,
@@ -15,6 +16,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use trt_nlp::backend::{Backend, BackendChoice, BackendOptions};
+use trt_nlp::ner::Aggregation;
 use trt_nlp::{Classification, Classifier, Head, HelperOptions, Labels, ModelFolder, TextModel};
 
 use crate::cmd::tokenize::for_each_chunk;
@@ -78,6 +80,44 @@ pub struct EmbedArgs {
     /// `prompts`) [default: the model's default prompt, if it has one; "" for none].
     #[arg(long, value_name = "NAME")]
     pub prompt_name: Option<String>,
+}
+
+/// The aggregation strategies of `trt ner` (transformers' names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AggregationArg {
+    /// One entity per token not labelled O.
+    None,
+    /// Tokens grouped by tag.
+    Simple,
+    /// Words labelled by their first token.
+    First,
+    /// Words labelled by their most confident token.
+    Max,
+    /// Words labelled by the mean of their tokens' scores.
+    Average,
+}
+
+impl From<AggregationArg> for Aggregation {
+    fn from(a: AggregationArg) -> Self {
+        match a {
+            AggregationArg::None => Aggregation::None,
+            AggregationArg::Simple => Aggregation::Simple,
+            AggregationArg::First => Aggregation::First,
+            AggregationArg::Max => Aggregation::Max,
+            AggregationArg::Average => Aggregation::Average,
+        }
+    }
+}
+
+/// Arguments of `trt ner`.
+#[derive(Debug, clap::Args)]
+pub struct NerArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    /// How tokens' labels become entities (transformers' aggregation_strategy).
+    #[arg(long, value_enum, default_value_t = AggregationArg::Simple)]
+    pub aggregation: AggregationArg,
 }
 
 /// The model folder for `args`, with `--tokenizer` / `--labels` overriding
@@ -152,6 +192,31 @@ pub fn embed(args: EmbedArgs) -> Result<()> {
             } else {
                 let head: Vec<String> = row.iter().take(4).map(|v| format!("{v:.4}")).collect();
                 out.push_str(&format!("[{}, ... {} values]\t{}", head.join(", "), row.len(), text));
+            }
+            out.push('\n');
+        }
+        emit(&out);
+        Ok(())
+    })
+}
+
+/// `trt ner`: each text's entities, as transformers' token-classification
+/// pipeline finds them (`--json`: one line per text, `{"text", "entities"}`
+/// with the pipeline's entity objects).
+pub fn ner(args: NerArgs) -> Result<()> {
+    let folder = folder(&args.model, None)?;
+    let backend = backend(&folder, args.model.backend, args.model.instances)?;
+    let model = text_model(&folder, backend)?;
+    let strategy = Aggregation::from(args.aggregation);
+    for_each_chunk(&args.model.texts, |chunk| {
+        let mut out = String::new();
+        for (text, entities) in chunk.iter().zip(model.token_classify(chunk, strategy)?) {
+            if args.model.json {
+                out.push_str(&json!({"text": text, "entities": entities.iter().map(|e| e.to_json()).collect::<Vec<_>>()}).to_string());
+            } else {
+                let shown: Vec<String> =
+                    entities.iter().map(|e| format!("{} {:?} [{}, {}) {:.4}", e.label, e.word, e.start, e.end, e.score)).collect();
+                out.push_str(&format!("{}\t{}", shown.join(", "), text));
             }
             out.push('\n');
         }

@@ -14,7 +14,7 @@
 //! | `instance_group` | `count` instances (batches that run at once) per group, and on `KIND_GPU` per GPU of `gpus` (every visible GPU where none is listed, as Triton does; see `placement`); `kind` (`KIND_AUTO`, `KIND_CPU`, `KIND_GPU`) |
 //! | `version_policy` | `latest { num_versions }`, `all { }`, `specific { versions }` |
 //! | `optimization` | `cuda { graphs, graph_spec [ { batch_size } ] }`: CUDA graphs for ONNX Runtime on a GPU, batches up to the largest listed size (else `max_batch_size`) |
-//! | `parameters` | `{ key: "..." value { string_value: "..." } }` entries, kept in order; trt serve reads `pad.<input>` and `unpad.<output>` on tensor models (module `tensor_padding`) and `cuda_row_buckets` (`true`/`false`) and `cuda_host_wait` (`block`/`spin`) on ONNX Runtime models, other keys are kept (shown by the config endpoints) with a warning |
+//! | `parameters` | `{ key: "..." value { string_value: "..." } }` entries, kept in order; trt serve reads `pad.<input>` and `unpad.<output>` on tensor models (module `tensor_padding`) and `cuda_row_buckets` (`true`/`false`) and `cuda_host_wait` (`block`/`spin`) on ONNX Runtime models, `aggregation_strategy` on a token classifier with an `entities` output (module `text_model`), other keys are kept (shown by the config endpoints) with a warning |
 
 pub mod text_format;
 
@@ -23,7 +23,7 @@ use trt_nlp::HostWait;
 
 use text_format::{Field, Message, Scalar, Value};
 
-pub use crate::kserve::DataType;
+pub use crate::protocols::kserve::DataType;
 
 /// A `config.pbtxt` that cannot be served: the line and field at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -332,7 +332,7 @@ impl ModelConfig {
                             "spin" => HostWait::Spin,
                             other => return Err(err(f.line, "parameters.cuda_host_wait", format!("'{other}' is neither block nor spin"))),
                         };
-                    } else if !key.starts_with("pad.") && !key.starts_with("unpad.") {
+                    } else if !key.starts_with("pad.") && !key.starts_with("unpad.") && key != "aggregation_strategy" {
                         cx.warnings.push(format!("config.pbtxt line {}: parameter '{key}' is not read by trt serve", f.line));
                     }
                     parameters.push((key, value));
