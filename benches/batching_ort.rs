@@ -127,7 +127,7 @@ fn main() {
     config_b.min_padding_efficiency = floor;
     // Never below one longest row: submit refuses a row over the budget.
     config_b.max_batch_tokens = Some(tokens.max(pipeline.padded_len(rows.iter().map(trt_nlp::TokenRow::len).max().unwrap_or(1))));
-    let spread = config_b.spread_across_workers.unwrap_or_else(|| pool.parallel_instances());
+    let spread = config_b.spread_across_workers.unwrap_or_else(|| pool.capabilities().parallel_instances);
     println!(
         "-- (b) {cores} sessions x 1 intra-op thread; unbatched: one request per run; dynamic: max batch {max_batch}, delay 0, length grouping, padding floor {floor}, token budget {:?}, spread over workers {spread}",
         config_b.max_batch_tokens

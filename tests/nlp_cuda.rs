@@ -107,7 +107,7 @@ fn cuda_graphs_replay_the_bucket_of_each_batch() {
     let texts = texts();
     let plain = backend("model.onnx", Provider::Cuda { device: 0 }, 0);
     let graphs = backend("model.onnx", Provider::Cuda { device: 0 }, 32);
-    assert_eq!(graphs.sequence_multiple(), 8);
+    assert_eq!(graphs.capabilities().sequence_multiple, 8);
     // Batches of 1, 3, 5 and 8 rows (buckets 1, 4, 8, 8) at several lengths, twice:
     // the second pass replays graphs captured in the first.
     for batch in [1, 3, 5, 8, 3, 1] {
@@ -130,7 +130,7 @@ fn row_buckets_pad_batches_to_their_bucket_and_change_no_output() {
     let options =
         OrtBackendOptions { provider: Provider::Cuda { device: 0 }, intra_threads: 4, cuda_row_buckets: true, ..Default::default() };
     let bucketed = Arc::new(OrtBackend::new(default_model("model.onnx"), &options).unwrap());
-    assert_eq!(bucketed.sequence_multiple(), 8);
+    assert_eq!(bucketed.capabilities().sequence_multiple, 8);
     // 11, 13 and 17 rows run as 16, 16 and 32 (the largest batch is 32).
     for batch in [11, 13, 17] {
         let (pl, pe) = outputs(plain.clone(), &texts, batch);

@@ -73,7 +73,8 @@ fn a_batch_goes_to_the_member_with_the_fewest_batches_in_flight_per_instance() {
     // Member 0 has two instances (contexts), member 1 one.
     let doubles = members(&[2, 1]);
     let backend = placed(&doubles);
-    assert_eq!((backend.instances(), backend.devices()), (3, 2));
+    let caps = backend.capabilities();
+    assert_eq!((caps.instances, caps.devices), (3, 2));
     let s = scheduler(&backend, Duration::ZERO);
     let h1 = submit(&s, &[1]);
     doubles[0].wait_started(1); // all idle: the first in turn

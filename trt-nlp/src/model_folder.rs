@@ -92,7 +92,7 @@ impl ModelFolder {
         let meta = std::fs::metadata(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
         let (dir, model) = if meta.is_dir() {
             let model = MODEL_FILES.iter().map(|f| path.join(f)).find(|p| p.is_file()).ok_or_else(|| {
-                Error::InvalidConfig(format!("{} holds no model file (looked for {})", path.display(), MODEL_FILES.join(", ")))
+                Error::MissingFile { path: path.to_owned(), what: format!("no model file here (looked for {})", MODEL_FILES.join(", ")) }
             })?;
             (path.to_owned(), model)
         } else {
@@ -111,7 +111,7 @@ impl ModelFolder {
         let hf = trt_hf::HfFolder::open(dir)?;
         let mut folder = Self::with_model(dir.to_owned(), dir.join("onnx").join("model.onnx"), tokenizer.or(Some(hf.tokenizer.clone())))?;
         let unsupported = |what: &str| {
-            Error::InvalidConfig(format!(
+            Error::unsupported(format!(
                 "{}: {what} needs the graph written from the weights (model.safetensors); onnx/model.onnx is used with mean or CLS pooling alone",
                 dir.display()
             ))
@@ -134,10 +134,10 @@ impl ModelFolder {
     pub fn with_model(dir: PathBuf, model: PathBuf, tokenizer: Option<PathBuf>) -> Result<Self> {
         let tokenizer = tokenizer.unwrap_or_else(|| dir.join("tokenizer.json"));
         if !tokenizer.is_file() {
-            return Err(Error::InvalidConfig(format!(
-                "{} is missing: a tokenizer.json beside the model, or one given (--tokenizer)",
-                tokenizer.display()
-            )));
+            return Err(Error::MissingFile {
+                path: tokenizer,
+                what: "missing: a tokenizer.json beside the model, or one given (--tokenizer)".into(),
+            });
         }
         let config = dir.join("config.json");
         let (labels, max_positions) = if config.is_file() {

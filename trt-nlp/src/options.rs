@@ -15,7 +15,7 @@ pub struct HelperOptions {
     /// Tokenizer threads. Default: [`crate::default_threads`].
     pub threads: Option<usize>,
     /// Pad each batch's length to a multiple of this. Default (`None`): what
-    /// the backend prefers ([`Backend::sequence_multiple`]: 8 for TensorRT,
+    /// the backend prefers ([`Capabilities::sequence_multiple`](crate::backend::Capabilities::sequence_multiple): 8 for TensorRT,
     /// whose kernels are chosen per shape; 1 for ONNX Runtime on a CPU, where
     /// every padded token is wasted work).
     pub bucket: Option<usize>,
@@ -28,7 +28,7 @@ impl HelperOptions {
     /// `backend`'s sequence range.
     pub fn pipeline(&self, tokenizer: &Path, backend: &dyn Backend) -> Result<TokenizerPipeline> {
         let layout: &ModelLayout = backend.layout();
-        let bucket = self.bucket.unwrap_or_else(|| backend.sequence_multiple()).max(1);
+        let bucket = self.bucket.unwrap_or_else(|| backend.capabilities().sequence_multiple).max(1);
         let mut b = TokenizerPipeline::builder(layout.max_seq).min_len(layout.min_seq).padding(Padding::Bucket(bucket));
         if let Some(t) = self.threads {
             b = b.threads(t);

@@ -56,12 +56,12 @@ impl TextModel {
     ) -> Result<Vec<TokenRow>> {
         let format =
             self.head().rerank.as_ref().ok_or_else(|| {
-                Error::InvalidConfig("the model is not a causal-LM reranker (its import records no prompt format)".into())
+                Error::UnsupportedModel { reason: "the model is not a causal-LM reranker (its import records no prompt format)".into() }
             })?;
         let instruction = instruction.unwrap_or(&format.instruction);
         let max_length = max_length.unwrap_or(format.max_length).min(self.max_seq());
         let mut tokenizer = self.pipeline().tokenizer().clone();
-        let bad = |e: tokenizers::Error| Error::InvalidConfig(format!("reranker prompt: {e}"));
+        let bad = |source: tokenizers::Error| Error::TokenizerSetup { what: "reranker prompt".into(), source };
         tokenizer.with_truncation(None).map_err(bad)?;
         let ids = |t: &tokenizers::Tokenizer, text: &str, special: bool, index: usize| {
             t.encode_fast(text, special).map(|e| e.get_ids().to_vec()).map_err(|source| Error::Tokenize { index, source })
@@ -69,11 +69,11 @@ impl TextModel {
         let prefix = ids(&tokenizer, &format.prefix, false, 0)?;
         let suffix = ids(&tokenizer, &format.suffix, false, 0)?;
         let room = max_length.checked_sub(prefix.len() + suffix.len()).filter(|&r| r > 0).ok_or_else(|| {
-            Error::InvalidConfig(format!(
-                "a reranker length of {max_length} tokens leaves no room between its prefix ({}) and suffix ({})",
-                prefix.len(),
-                suffix.len()
-            ))
+            Error::InvalidOption {
+                option: "max_length",
+                value: max_length.to_string(),
+                expected: format!("more than the reranker prompt's prefix ({}) and suffix ({}) tokens", prefix.len(), suffix.len()),
+            }
         })?;
         let truncation = TruncationParams {
             max_length: room,

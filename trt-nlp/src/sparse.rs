@@ -30,7 +30,7 @@ impl TextModel {
     /// `[batch, vocab]` output called `sparse` (an imported SPLADE folder).
     pub fn sparse_embed<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<Vec<SparseVector>> {
         if !self.layout().model_outputs().any(|o| o.name == SPARSE && o.rank == 2) {
-            return Err(Error::InvalidConfig(format!("sparse embeddings need a [batch, vocab] output called {SPARSE}")));
+            return Err(Error::UnsupportedModel { reason: format!("sparse embeddings need a [batch, vocab] output called {SPARSE}") });
         }
         let prefix = self.head().prompts.text(None)?;
         let prompted: Vec<String> = texts.iter().map(|t| format!("{prefix}{}", t.as_ref())).collect();

@@ -18,7 +18,7 @@ use trt_cuda::{HostWait, Pool};
 use trt_onnx::runtime::{ElementType as OrtType, InputTensor, OutputRef, Session, SessionOptions, TensorInfo};
 
 use crate::backend::ort_cuda::CudaStaging;
-use crate::backend::{Backend, Fill, OutputView, Outputs, Read};
+use crate::backend::{Backend, Capabilities, Fill, OutputView, Outputs, Read};
 use crate::layout::{OutputSpec, PooledFrom};
 use crate::{ElementType, EncodedBatch, Error, InputRole, InputSpec, ModelLayout, Pooling, Result};
 
@@ -302,30 +302,27 @@ fn layout_of(session: &Session, options: &OrtBackendOptions, path: &Path) -> Res
     let (mut batch, mut seq) = (1..=options.max_batch.max(1), 1..=options.max_seq.max(1));
     for t in session.inputs() {
         let role = InputRole::from_name(&t.name).ok_or_else(|| {
-            Error::InvalidConfig(format!(
-                "{}: input '{}' is not a token tensor (expected input_ids, attention_mask or token_type_ids)",
-                path.display(),
-                t.name
-            ))
+            Error::UnsupportedModel {
+                reason: format!(
+                    "{}: input '{}' is not a token tensor (expected input_ids, attention_mask or token_type_ids)",
+                    path.display(),
+                    t.name
+                ),
+            }
         })?;
         let dtype = match t.element {
             OrtType::I32 => ElementType::I32,
             OrtType::I64 => ElementType::I64,
             other => {
-                return Err(Error::InvalidConfig(format!(
-                    "{}: input '{}' is {other}; token tensors are i32 or i64",
-                    path.display(),
-                    t.name
-                )))
+                return Err(Error::UnsupportedModel {
+                    reason: format!("{}: input '{}' is {other}; token tensors are i32 or i64", path.display(), t.name),
+                })
             }
         };
         if t.shape.len() != 2 {
-            return Err(Error::InvalidConfig(format!(
-                "{}: input '{}' has shape {:?}; token tensors are [batch, sequence]",
-                path.display(),
-                t.name,
-                t.shape
-            )));
+            return Err(Error::UnsupportedModel {
+                reason: format!("{}: input '{}' has shape {:?}; token tensors are [batch, sequence]", path.display(), t.name, t.shape),
+            });
         }
         // A fixed dimension pins the range.
         batch = narrow(batch, t.shape[0], &t.name, path)?;
@@ -334,7 +331,7 @@ fn layout_of(session: &Session, options: &OrtBackendOptions, path: &Path) -> Res
     }
     let outputs: Vec<OutputSpec> = session.outputs().iter().filter_map(float_output).collect();
     if outputs.is_empty() {
-        return Err(Error::InvalidConfig(format!("{}: the model has no float output", path.display())));
+        return Err(Error::UnsupportedModel { reason: format!("{}: the model has no float output", path.display()) });
     }
     ModelLayout::new(inputs, outputs, batch, seq)
 }
@@ -345,12 +342,9 @@ fn narrow(range: std::ops::RangeInclusive<usize>, dim: i64, name: &str, path: &P
     }
     let d = dim as usize;
     if !range.contains(&d) {
-        return Err(Error::InvalidConfig(format!(
-            "{}: input '{name}' fixes a dimension to {d}, outside {}..={}",
-            path.display(),
-            range.start(),
-            range.end()
-        )));
+        return Err(Error::UnsupportedModel {
+            reason: format!("{}: input '{name}' fixes a dimension to {d}, outside {}..={}", path.display(), range.start(), range.end()),
+        });
     }
     Ok(d..=d)
 }
@@ -377,23 +371,13 @@ impl Backend for OrtBackend {
         &self.layout
     }
 
-    fn instances(&self) -> usize {
-        self.pool.size()
-    }
-
-    fn parallel_instances(&self) -> bool {
-        // Each CPU session runs on its own intra-op threads; a GPU provider's share the device.
-        self.provider == "CPUExecutionProvider"
-    }
-
-    fn sequence_multiple(&self) -> usize {
-        // CUDA graphs replay one shape each, and row buckets bound the shapes
-        // a session sees: fewer sequence lengths, fewer graphs and shapes.
-        if self.shape_buckets {
-            8
-        } else {
-            1
-        }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::new(self.pool.size())
+            // Each CPU session runs on its own intra-op threads; a GPU provider's share the device.
+            .with_parallel_instances(self.provider == "CPUExecutionProvider")
+            // CUDA graphs replay one shape each, and row buckets bound the shapes
+            // a session sees: fewer sequence lengths, fewer graphs and shapes.
+            .with_sequence_multiple(if self.shape_buckets { 8 } else { 1 })
     }
 
     fn health(&self) -> Result<()> {
@@ -432,7 +416,7 @@ impl OrtBackend {
         self.layout.check_batch(layout.batch, layout.seq_len)?;
         let n = layout.batch * layout.seq_len;
         let shape = ndarray::IxDyn(&[layout.batch, layout.seq_len]);
-        let shape_err = |e: ndarray::ShapeError| Error::InvalidConfig(format!("token tensor shape: {e}"));
+        let shape_err = |source: ndarray::ShapeError| Error::ArrayShape { what: "token tensor".into(), source };
         let mut feeds = Vec::with_capacity(inputs.len());
         for (spec, host) in inputs.iter() {
             let t = match host {

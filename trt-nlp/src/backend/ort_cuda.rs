@@ -298,5 +298,5 @@ fn elements(dims: &[Dim], batch: usize, seq: usize) -> usize {
 }
 
 fn view<'a, T>(data: &'a [T], shape: &[usize]) -> Result<ArrayViewD<'a, T>> {
-    ArrayViewD::from_shape(IxDyn(shape), data).map_err(|e| Error::InvalidConfig(format!("output of shape {shape:?}: {e}")))
+    ArrayViewD::from_shape(IxDyn(shape), data).map_err(|source| Error::ArrayShape { what: format!("output of shape {shape:?}"), source })
 }

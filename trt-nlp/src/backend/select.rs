@@ -56,14 +56,16 @@ impl std::str::FromStr for BackendChoice {
             #[cfg(feature = "tensorrt")]
             "tensorrt" | "trt" => Ok(Self::TensorRt),
             #[cfg(not(feature = "tensorrt"))]
-            "tensorrt" | "trt" => Err(Error::InvalidConfig("backend 'tensorrt': this build has no TensorRT (the tensorrt feature)".into())),
+            "tensorrt" | "trt" => {
+                Err(Error::BackendUnavailable { backend: "TensorRT", reason: "this build has no TensorRT (the tensorrt feature)".into() })
+            }
             #[cfg(feature = "onnxruntime")]
             "onnxruntime" | "ort" => Ok(Self::OnnxRuntime),
             #[cfg(not(feature = "onnxruntime"))]
             "onnxruntime" | "ort" => {
-                Err(Error::InvalidConfig("backend 'onnxruntime': this build has no ONNX Runtime (the onnxruntime feature)".into()))
+                Err(Error::BackendUnavailable { backend: "ONNX Runtime", reason: "this build has no ONNX Runtime (the onnxruntime feature)".into() })
             }
-            other => Err(Error::InvalidConfig(format!("unknown backend '{other}' (auto, tensorrt, onnxruntime)"))),
+            other => Err(Error::InvalidOption { option: "backend", value: format!("'{other}'"), expected: "auto, tensorrt or onnxruntime".into() }),
         }
     }
 }
@@ -111,7 +113,7 @@ pub fn open(model: &Path, choice: BackendChoice, options: &BackendOptions) -> Re
     match choice {
         #[cfg(feature = "onnxruntime")]
         BackendChoice::OnnxRuntime if plan => {
-            Err(Error::InvalidConfig(format!("{} is a TensorRT plan; ONNX Runtime runs ONNX files", model.display())))
+            Err(Error::UnsupportedModel { reason: format!("{} is a TensorRT plan; ONNX Runtime runs ONNX files", model.display()) })
         }
         #[cfg(feature = "onnxruntime")]
         BackendChoice::OnnxRuntime => onnxruntime(model, options),
@@ -150,10 +152,10 @@ fn auto(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dyn Ba
 #[cfg(all(not(feature = "tensorrt"), feature = "onnxruntime"))]
 fn auto(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
     if plan {
-        return Err(Error::InvalidConfig(format!(
-            "{} is a TensorRT plan; this build has no TensorRT (the tensorrt feature) and ONNX Runtime runs ONNX files",
-            model.display()
-        )));
+        return Err(Error::BackendUnavailable {
+            backend: "TensorRT",
+            reason: format!("{} is a TensorRT plan and this build has no TensorRT (the tensorrt feature)", model.display()),
+        });
     }
     onnxruntime(model, options)
 }
@@ -161,10 +163,10 @@ fn auto(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dyn Ba
 /// `Auto` with no backend built in.
 #[cfg(not(any(feature = "tensorrt", feature = "onnxruntime")))]
 fn auto(model: &Path, _plan: bool, _options: &BackendOptions) -> Result<Arc<dyn Backend>> {
-    Err(Error::InvalidConfig(format!(
-        "{}: this build has no backend (enable the tensorrt or onnxruntime feature of trt-nlp)",
-        model.display()
-    )))
+    Err(Error::BackendUnavailable {
+        backend: "any backend",
+        reason: format!("{}: this build has none (enable the tensorrt or onnxruntime feature of trt-nlp)", model.display()),
+    })
 }
 
 #[cfg(feature = "onnxruntime")]

@@ -20,7 +20,7 @@ use trt::cuda::{Device, DeviceBuffer, Element, PinnedBuffer, Stream};
 use trt::{Bindings, ContextPool, Engine, ExecutionContext};
 
 use crate::backend::staging;
-use crate::backend::{Backend, Fill, OutputView, Outputs, Read};
+use crate::backend::{Backend, Capabilities, Fill, OutputView, Outputs, Read};
 use crate::{ElementType, EncodedBatch, Error, InputSpec, ModelLayout, Result, TokenBuffer};
 
 /// Host and device memory for one tensor of element type `T`, each use
@@ -156,14 +156,10 @@ impl Backend for TensorRtBackend {
         &self.layout
     }
 
-    fn instances(&self) -> usize {
-        self.pool.size()
-    }
-
-    fn sequence_multiple(&self) -> usize {
+    fn capabilities(&self) -> Capabilities {
         // Fewer distinct shapes: TensorRT picks kernels per shape, and
         // multiples of 8 map onto tensor-core tiles.
-        8
+        Capabilities::new(self.pool.size()).with_sequence_multiple(8)
     }
 
     fn health(&self) -> Result<()> {
@@ -247,7 +243,7 @@ impl Backend for TensorRtBackend {
 }
 
 fn view<'a, T>(data: &'a [T], shape: &[usize]) -> Result<ArrayViewD<'a, T>> {
-    ArrayViewD::from_shape(IxDyn(shape), data).map_err(|e| Error::InvalidConfig(format!("output of shape {shape:?}: {e}")))
+    ArrayViewD::from_shape(IxDyn(shape), data).map_err(|source| Error::ArrayShape { what: format!("output of shape {shape:?}"), source })
 }
 
 #[cfg(test)]

@@ -125,15 +125,16 @@ impl Scheduler {
     /// model's layout or the pipeline (see [`BatchingConfig`]).
     pub fn new(backend: Arc<dyn Backend>, pipeline: Arc<TokenizerPipeline>, config: BatchingConfig) -> Result<Self> {
         config.check(backend.layout(), &pipeline)?;
-        let workers = config.workers.unwrap_or_else(|| backend.instances()).max(1);
-        let spread = config.spread_across_workers.unwrap_or_else(|| backend.parallel_instances());
-        let cut_when_idle = config.cut_when_idle.unwrap_or_else(|| !backend.parallel_instances());
+        let caps = backend.capabilities();
+        let workers = config.workers.unwrap_or(caps.instances).max(1);
+        let spread = config.spread_across_workers.unwrap_or(caps.parallel_instances);
+        let cut_when_idle = config.cut_when_idle.unwrap_or(!caps.parallel_instances);
         let shared = Arc::new(Shared {
             raw: Arc::new(Selection::raw(backend.layout())),
             workers,
             spread,
             cut_when_idle,
-            devices: backend.devices().clamp(1, workers),
+            devices: caps.devices.clamp(1, workers),
             metrics: Arc::new(Metrics::new(config.max_batch_size)),
             state: Mutex::new(State {
                 queue: Queue::new(config.priority_levels),
@@ -152,10 +153,7 @@ impl Scheduler {
         });
         let scheduler = Scheduler { shared, threads: Mutex::new(Vec::new()) };
         let spawn = |name: String, body: Box<dyn FnOnce() + Send>| {
-            std::thread::Builder::new()
-                .name(name)
-                .spawn(body)
-                .map_err(|e| Error::InvalidConfig(format!("batching: cannot start a thread: {e}")))
+            std::thread::Builder::new().name(name.clone()).spawn(body).map_err(|source| Error::ThreadSpawn { thread: name, source })
         };
         let mut threads = Vec::with_capacity(workers + 1);
         let s = Arc::clone(&scheduler.shared);

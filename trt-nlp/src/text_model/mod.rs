@@ -253,7 +253,7 @@ impl TextModel {
 
     /// Batches that can run at once (at least 1).
     pub fn instances(&self) -> usize {
-        self.backend.instances().max(1)
+        self.backend.capabilities().instances.max(1)
     }
 
     /// The outputs called `names` ([`Selection::by_names`]), pooled with this model's head.
@@ -281,7 +281,7 @@ impl TextModel {
             .model_outputs()
             .find(|o| o.rank == 2 && o.name == "logits")
             .or_else(|| layout.model_outputs().find(|o| o.rank == 2 && o.name != EMBEDDING))
-            .ok_or_else(|| Error::InvalidConfig("the model has no [batch, labels] output (logits)".into()))?;
+            .ok_or_else(|| Error::unsupported("the model has no [batch, labels] output (logits) to classify with"))?;
         self.select(&[logits.name.as_str()])
     }
 
@@ -314,7 +314,7 @@ impl TextModel {
             for (k, &i) in rows.iter().enumerate() {
                 let row = pooled
                     .row(k)
-                    .ok_or_else(|| Error::InvalidConfig(format!("pooled output has {} rows, not {}", pooled.rows(), rows.len())))?;
+                    .ok_or_else(|| Error::Shape { what: "pooled output rows", expected: vec![rows.len()], got: vec![pooled.rows()] })?;
                 all.row_mut(i).assign(&ArrayView1::from(row));
             }
             Ok(())
@@ -333,7 +333,7 @@ impl TextModel {
         for_each_batch(&*self.backend, &self.pipeline, texts, &self.reads(&selection), |rows, layout, outputs| {
             let logits = one(selection.tensors(layout, outputs, rows.len())?)?;
             let logits = Array2::from_shape_vec((logits.rows(), logits.row_len()), logits.values)
-                .map_err(|e| Error::InvalidConfig(format!("logits: {e}")))?;
+                .map_err(|source| Error::ArrayShape { what: "logits".into(), source })?;
             let top = top_k(scores(logits.view(), self.head.activation).view(), k, &self.head.labels);
             let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
             for ((&i, row), top) in rows.iter().zip(logits.rows()).zip(top) {
@@ -373,13 +373,13 @@ impl TextModel {
     {
         let logits = self.pair_logits(pairs, PairTruncation::LongestFirst)?;
         if let Some(l) = logits.iter().find(|l| l.len() != 1) {
-            return Err(Error::InvalidConfig(format!(
+            return Err(Error::unsupported(format!(
                 "score_pairs needs a model with one logit per pair (a cross-encoder); this one gives {} (Classifier::score_pairs returns them all)",
                 l.len()
             )));
         }
         let column =
-            Array2::from_shape_vec((logits.len(), 1), logits.concat()).map_err(|e| Error::InvalidConfig(format!("logits: {e}")))?;
+            Array2::from_shape_vec((logits.len(), 1), logits.concat()).map_err(|source| Error::ArrayShape { what: "logits".into(), source })?;
         Ok(scores(column.view(), self.head.activation).into_iter().collect())
     }
 
@@ -447,7 +447,7 @@ impl TextModel {
         encode: &mut dyn FnMut(std::ops::Range<usize>, &mut EncodedBatch<'_>) -> Result<BatchLayout>,
     ) -> Result<TextOutputs> {
         if n == 0 {
-            return Err(Error::InvalidConfig("no texts to run".into()));
+            return Err(Error::EmptyBatch);
         }
         let mut tokenize = Duration::ZERO;
         let started = Instant::now();
@@ -486,6 +486,6 @@ impl TextModel {
 fn one(mut tensors: Vec<OutputRows>) -> Result<OutputRows> {
     match (tensors.pop(), tensors.is_empty()) {
         (Some(t), true) => Ok(t),
-        _ => Err(Error::InvalidConfig("a one-output selection computed another number of outputs".into())),
+        _ => Err(Error::Internal("a one-output selection computed another number of outputs".into())),
     }
 }
