@@ -28,10 +28,7 @@ pub fn double_layout(min_batch: usize, max_batch: usize, max_seq: usize) -> Mode
     let spec = |role: InputRole| InputSpec::new(role.default_name(), role, ElementType::I32).unwrap();
     ModelLayout::new(
         vec![spec(InputRole::InputIds), spec(InputRole::AttentionMask)],
-        vec![
-            OutputSpec { name: "hidden".into(), dtype: ElementType::F32, rank: 3, pooled: None },
-            OutputSpec { name: "logits".into(), dtype: ElementType::F32, rank: 2, pooled: None },
-        ],
+        vec![OutputSpec::new("hidden", ElementType::F32, 3), OutputSpec::new("logits", ElementType::F32, 2)],
         min_batch..=max_batch,
         1..=max_seq,
     )

@@ -451,7 +451,10 @@ fn rejects_impossible_settings() {
     // [CLS] and [SEP] alone fill two tokens.
     assert!(matches!(build(TokenizerPipeline::builder(2)), Err(Error::InvalidOption { option: "max_len", .. })));
     assert!(matches!(build(TokenizerPipeline::builder(0)), Err(Error::InvalidOption { option: "max_len", .. })));
-    assert!(matches!(build(TokenizerPipeline::builder(8).padding(Padding::Bucket(0))), Err(Error::InvalidOption { option: "padding", .. })));
+    assert!(matches!(
+        build(TokenizerPipeline::builder(8).padding(Padding::Bucket(0))),
+        Err(Error::InvalidOption { option: "padding", .. })
+    ));
     assert!(matches!(build(TokenizerPipeline::builder(8).threads(0)), Err(Error::InvalidOption { option: "threads", .. })));
     // Without special tokens, 2 is enough.
     assert!(build(TokenizerPipeline::builder(2).add_special_tokens(false)).is_ok());

@@ -19,17 +19,25 @@ use crate::{Error, InputRole, InputSpec, Result};
 /// of a `[batch, seq, dim]` output, as [`Pooling`] and normalisation say
 /// (a backend adds it so a GPU hands back one row per text).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PooledFrom {
+pub(crate) struct PooledFrom {
     /// The hidden-state output it pools.
-    pub hidden: String,
+    pub(crate) hidden: String,
     /// How.
-    pub pooling: Pooling,
+    pub(crate) pooling: Pooling,
     /// Whether its rows are L2-normalised.
-    pub normalize: bool,
+    pub(crate) normalize: bool,
 }
 
 /// An output tensor of the engine.
+///
+/// ```
+/// use trt_nlp::{ElementType, OutputSpec};
+///
+/// let logits = OutputSpec::new("logits", ElementType::F32, 2);
+/// assert!(!logits.is_pooled());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OutputSpec {
     /// Name.
     pub name: String,
@@ -41,7 +49,20 @@ pub struct OutputSpec {
     /// embedding pooled inside the graph. Such an output stands in for
     /// pooling on the host ([`Selection`](crate::Selection)) and is never one
     /// of the model's own outputs (raw selections, logits).
-    pub pooled: Option<PooledFrom>,
+    pub(crate) pooled: Option<PooledFrom>,
+}
+
+impl OutputSpec {
+    /// One of the model's own outputs.
+    pub fn new(name: impl Into<String>, dtype: ElementType, rank: usize) -> Self {
+        OutputSpec { name: name.into(), dtype, rank, pooled: None }
+    }
+
+    /// Whether the backend added this output: the sentence embedding pooled
+    /// inside the graph ([`ModelLayout::pooled_output`] finds it by pooling).
+    pub fn is_pooled(&self) -> bool {
+        self.pooled.is_some()
+    }
 }
 
 /// The token inputs and outputs of a BERT-like engine, and the shapes every
@@ -156,9 +177,7 @@ impl ModelLayout {
         }
         let (min_batch, max_batch, min_seq, max_seq) = (*batch.start(), *batch.end(), *seq.start(), *seq.end());
         if max_batch < 1 || max_seq < 1 || min_batch > max_batch || min_seq > max_seq {
-            return Err(Error::unsupported(format!(
-                "empty shape range (batch {min_batch}..={max_batch}, sequence {min_seq}..={max_seq})"
-            )));
+            return Err(Error::unsupported(format!("empty shape range (batch {min_batch}..={max_batch}, sequence {min_seq}..={max_seq})")));
         }
         Ok(ModelLayout { inputs, outputs, min_batch: min_batch.max(1), max_batch, min_seq: min_seq.max(1), max_seq })
     }

@@ -115,7 +115,7 @@ pub use buffers::{EncodedBatch, TokenBuffer};
 pub use classifier::{Classifier, Ranked};
 pub use embedder::Embedder;
 pub use error::{Error, Result};
-pub use layout::{ModelLayout, OutputSpec, PooledFrom};
+pub use layout::{ModelLayout, OutputSpec};
 pub use model_folder::{resolve_model, ModelFolder};
 pub use options::HelperOptions;
 pub use parallel::default_threads;

@@ -91,8 +91,9 @@ impl ModelFolder {
         }
         let meta = std::fs::metadata(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
         let (dir, model) = if meta.is_dir() {
-            let model = MODEL_FILES.iter().map(|f| path.join(f)).find(|p| p.is_file()).ok_or_else(|| {
-                Error::MissingFile { path: path.to_owned(), what: format!("no model file here (looked for {})", MODEL_FILES.join(", ")) }
+            let model = MODEL_FILES.iter().map(|f| path.join(f)).find(|p| p.is_file()).ok_or_else(|| Error::MissingFile {
+                path: path.to_owned(),
+                what: format!("no model file here (looked for {})", MODEL_FILES.join(", ")),
             })?;
             (path.to_owned(), model)
         } else {

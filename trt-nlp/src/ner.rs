@@ -265,7 +265,9 @@ impl TextModel {
     pub fn token_classify<S: AsRef<str> + Sync>(&self, texts: &[S], strategy: Aggregation) -> Result<Vec<Vec<Entity>>> {
         let layout = self.layout();
         if !layout.model_outputs().any(|o| o.name == "logits" && o.rank == 3) {
-            return Err(Error::UnsupportedModel { reason: "token classification needs a [batch, sequence, labels] output called logits".into() });
+            return Err(Error::UnsupportedModel {
+                reason: "token classification needs a [batch, sequence, labels] output called logits".into(),
+            });
         }
         let selection = self.select(&["logits"])?;
         let tokenizer = self.pipeline().tokenizer();

@@ -5,12 +5,37 @@
 
 use std::path::Path;
 
+/// `with_<field>(value)` builder methods for an options struct's public
+/// fields: a `#[non_exhaustive]` struct cannot be written as a literal
+/// outside this crate (so fields can be added without breaking callers),
+/// and these are how callers set what they need, in one expression.
+macro_rules! setters {
+    ($($(#[$meta:meta])* $field:ident: $ty:ty => $with:ident;)*) => {
+        $(
+            #[doc = concat!("With [`", stringify!($field), "`](Self::", stringify!($field), ") set to `value`.")]
+            $(#[$meta])*
+            #[must_use]
+            pub fn $with(mut self, value: $ty) -> Self {
+                self.$field = value;
+                self
+            }
+        )*
+    };
+}
+pub(crate) use setters;
+
 use crate::backend::Backend;
 use crate::{ModelLayout, Padding, Result, TokenizerPipeline, Truncation};
 
-/// Tokenizer settings for [`Classifier`](crate::Classifier) and
-/// [`Embedder`](crate::Embedder).
+/// Tokenizer settings for [`TextModel`](crate::TextModel),
+/// [`Classifier`](crate::Classifier) and [`Embedder`](crate::Embedder).
+///
+/// ```
+/// let options = trt_nlp::HelperOptions::default().with_threads(Some(2)).with_reject_long_texts(true);
+/// assert_eq!(options.bucket, None); // the backend's preferred multiple
+/// ```
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct HelperOptions {
     /// Tokenizer threads. Default: [`crate::default_threads`].
     pub threads: Option<usize>,
@@ -24,6 +49,12 @@ pub struct HelperOptions {
 }
 
 impl HelperOptions {
+    setters! {
+        threads: Option<usize> => with_threads;
+        bucket: Option<usize> => with_bucket;
+        reject_long_texts: bool => with_reject_long_texts;
+    }
+
     /// A pipeline over `tokenizer` (a `tokenizer.json`) whose rows fit
     /// `backend`'s sequence range.
     pub fn pipeline(&self, tokenizer: &Path, backend: &dyn Backend) -> Result<TokenizerPipeline> {

@@ -237,10 +237,18 @@ impl PipelineBuilder {
             });
         }
         if self.min_len > max_len {
-            return Err(Error::InvalidOption { option: "min_len", value: self.min_len.to_string(), expected: format!("at most max_len {max_len}") });
+            return Err(Error::InvalidOption {
+                option: "min_len",
+                value: self.min_len.to_string(),
+                expected: format!("at most max_len {max_len}"),
+            });
         }
         if let Padding::Bucket(0) = self.padding {
-            return Err(Error::InvalidOption { option: "padding", value: "Bucket(0)".into(), expected: "a bucket size of at least 1".into() });
+            return Err(Error::InvalidOption {
+                option: "padding",
+                value: "Bucket(0)".into(),
+                expected: "a bucket size of at least 1".into(),
+            });
         }
         if self.threads == Some(0) {
             return Err(Error::InvalidOption { option: "threads", value: "0".into(), expected: "at least 1".into() });

@@ -54,10 +54,9 @@ impl TextModel {
         instruction: Option<&str>,
         max_length: Option<usize>,
     ) -> Result<Vec<TokenRow>> {
-        let format =
-            self.head().rerank.as_ref().ok_or_else(|| {
-                Error::UnsupportedModel { reason: "the model is not a causal-LM reranker (its import records no prompt format)".into() }
-            })?;
+        let format = self.head().rerank.as_ref().ok_or_else(|| Error::UnsupportedModel {
+            reason: "the model is not a causal-LM reranker (its import records no prompt format)".into(),
+        })?;
         let instruction = instruction.unwrap_or(&format.instruction);
         let max_length = max_length.unwrap_or(format.max_length).min(self.max_seq());
         let mut tokenizer = self.pipeline().tokenizer().clone();
@@ -68,12 +67,10 @@ impl TextModel {
         };
         let prefix = ids(&tokenizer, &format.prefix, false, 0)?;
         let suffix = ids(&tokenizer, &format.suffix, false, 0)?;
-        let room = max_length.checked_sub(prefix.len() + suffix.len()).filter(|&r| r > 0).ok_or_else(|| {
-            Error::InvalidOption {
-                option: "max_length",
-                value: max_length.to_string(),
-                expected: format!("more than the reranker prompt's prefix ({}) and suffix ({}) tokens", prefix.len(), suffix.len()),
-            }
+        let room = max_length.checked_sub(prefix.len() + suffix.len()).filter(|&r| r > 0).ok_or_else(|| Error::InvalidOption {
+            option: "max_length",
+            value: max_length.to_string(),
+            expected: format!("more than the reranker prompt's prefix ({}) and suffix ({}) tokens", prefix.len(), suffix.len()),
         })?;
         let truncation = TruncationParams {
             max_length: room,

@@ -119,7 +119,9 @@ impl From<trt_nlp::Error> for ServeError {
         use trt_nlp::Error as E;
         match e {
             E::TooLong { .. } => ServeError::TooLarge(e.to_string()),
-            E::Tokenize { .. } | E::InvalidTokens(_) | E::EmptyBatch | E::UnknownPrompt(_) | E::Tensor { .. } => ServeError::invalid(e.to_string()),
+            E::Tokenize { .. } | E::InvalidTokens(_) | E::EmptyBatch | E::UnknownPrompt(_) | E::Tensor { .. } => {
+                ServeError::invalid(e.to_string())
+            }
             e => ServeError::Internal(e.to_string()),
         }
     }

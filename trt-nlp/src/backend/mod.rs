@@ -25,7 +25,7 @@ use ndarray::{ArrayD, ArrayViewD, Axis, Slice};
 
 use crate::{BatchLayout, EncodedBatch, FloatElement, ModelLayout, Result};
 
-pub mod buckets;
+pub(crate) mod buckets;
 #[cfg(feature = "onnxruntime")]
 mod capture;
 mod least_loaded;
@@ -135,11 +135,10 @@ impl<'a> Outputs<'a> {
 
     /// The output called `name`.
     pub fn get(&self, name: &str) -> Result<&OutputView<'a>> {
-        self.tensors
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v)
-            .ok_or_else(|| crate::Error::NoSuchOutput { name: name.into(), available: self.tensors.iter().map(|(n, _)| n.to_string()).collect() })
+        self.tensors.iter().find(|(n, _)| *n == name).map(|(_, v)| v).ok_or_else(|| crate::Error::NoSuchOutput {
+            name: name.into(),
+            available: self.tensors.iter().map(|(n, _)| n.to_string()).collect(),
+        })
     }
 
     /// Every output, in the model's order.

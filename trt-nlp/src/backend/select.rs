@@ -20,7 +20,9 @@ use trt::{Builder, EngineCache, OnnxParser, ProfileSpec, Runtime, SerializedEngi
 use trt_cuda::Device;
 
 #[cfg(feature = "onnxruntime")]
-use super::onnxruntime::{OrtBackend, OrtBackendOptions};
+use super::onnxruntime::OrtBackend;
+#[cfg(feature = "onnxruntime")]
+use super::onnxruntime::OrtBackendOptions;
 #[cfg(feature = "tensorrt")]
 use super::tensorrt::TensorRtBackend;
 use super::Backend;
@@ -62,16 +64,35 @@ impl std::str::FromStr for BackendChoice {
             #[cfg(feature = "onnxruntime")]
             "onnxruntime" | "ort" => Ok(Self::OnnxRuntime),
             #[cfg(not(feature = "onnxruntime"))]
-            "onnxruntime" | "ort" => {
-                Err(Error::BackendUnavailable { backend: "ONNX Runtime", reason: "this build has no ONNX Runtime (the onnxruntime feature)".into() })
-            }
-            other => Err(Error::InvalidOption { option: "backend", value: format!("'{other}'"), expected: "auto, tensorrt or onnxruntime".into() }),
+            "onnxruntime" | "ort" => Err(Error::BackendUnavailable {
+                backend: "ONNX Runtime",
+                reason: "this build has no ONNX Runtime (the onnxruntime feature)".into(),
+            }),
+            other => Err(Error::InvalidOption {
+                option: "backend",
+                value: format!("'{other}'"),
+                expected: "auto, tensorrt or onnxruntime".into(),
+            }),
         }
     }
 }
 
-/// Settings for [`open`].
+/// Settings for [`open`], [`TextModel::open_with`](crate::TextModel::open_with)
+/// and the backends' own constructors: what every backend reads (instances,
+/// batch and sequence limits), then each backend's own part.
+///
+/// ```
+/// use trt_nlp::backend::onnxruntime::{OrtBackendOptions, Provider};
+/// use trt_nlp::backend::BackendOptions;
+///
+/// let options = BackendOptions::default()
+///     .with_instances(2)
+///     .with_max_seq(128)
+///     .with_onnxruntime(OrtBackendOptions::default().with_provider(Provider::Cpu).with_intra_threads(1));
+/// assert_eq!(options.max_batch, 32);
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct BackendOptions {
     /// Instances: ONNX Runtime sessions or TensorRT execution contexts, the
     /// batches that run at once. Default 1.
@@ -81,8 +102,7 @@ pub struct BackendOptions {
     pub max_batch: usize,
     /// Longest sequence, as `max_batch`. Default 512 (BERT's position table).
     pub max_seq: usize,
-    /// ONNX Runtime: threads, provider, optimization, CUDA graphs. Its
-    /// `sessions`, `max_batch` and `max_seq` are replaced by the fields above.
+    /// ONNX Runtime: threads, provider, optimization, CUDA graphs.
     #[cfg(feature = "onnxruntime")]
     pub onnxruntime: OrtBackendOptions,
     /// Where plans built from ONNX files are kept; `None`: built in memory
@@ -104,6 +124,26 @@ impl Default for BackendOptions {
             engine_cache: None,
             tensorrt_device: 0,
         }
+    }
+}
+
+impl BackendOptions {
+    crate::options::setters! {
+        instances: usize => with_instances;
+        max_batch: usize => with_max_batch;
+        max_seq: usize => with_max_seq;
+        #[cfg(feature = "onnxruntime")]
+        onnxruntime: OrtBackendOptions => with_onnxruntime;
+        engine_cache: Option<PathBuf> => with_engine_cache;
+        tensorrt_device: usize => with_tensorrt_device;
+    }
+}
+
+/// The defaults, with these ONNX Runtime settings.
+#[cfg(feature = "onnxruntime")]
+impl From<OrtBackendOptions> for BackendOptions {
+    fn from(onnxruntime: OrtBackendOptions) -> Self {
+        BackendOptions { onnxruntime, ..BackendOptions::default() }
     }
 }
 
@@ -171,13 +211,7 @@ fn auto(model: &Path, _plan: bool, _options: &BackendOptions) -> Result<Arc<dyn 
 
 #[cfg(feature = "onnxruntime")]
 fn onnxruntime(model: &Path, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
-    let ort = OrtBackendOptions {
-        sessions: options.instances.max(1),
-        max_batch: options.max_batch,
-        max_seq: options.max_seq,
-        ..options.onnxruntime.clone()
-    };
-    Ok(Arc::new(OrtBackend::new(model, &ort)?))
+    Ok(Arc::new(OrtBackend::new(model, options)?))
 }
 
 #[cfg(feature = "tensorrt")]

@@ -119,7 +119,11 @@ impl BatchingConfig {
             Err(Error::InvalidOption { option, value: value.to_string(), expected })
         };
         if self.max_batch_size == 0 || self.max_batch_size > layout.max_batch {
-            return bad("batching.max_batch_size", &self.max_batch_size, format!("within the model's batch range 1..={}", layout.max_batch));
+            return bad(
+                "batching.max_batch_size",
+                &self.max_batch_size,
+                format!("within the model's batch range 1..={}", layout.max_batch),
+            );
         }
         if let Some(p) = self.preferred_batch_sizes.iter().find(|&&p| p == 0 || p > self.max_batch_size) {
             return bad("batching.preferred_batch_sizes", p, format!("within 1..={} (max_batch_size)", self.max_batch_size));
@@ -134,7 +138,11 @@ impl BatchingConfig {
             return bad("batching.max_queue_size", &0, "at least 1 (0 admits no request)".into());
         }
         if self.priority_levels == 0 || self.default_priority >= self.priority_levels {
-            return bad("batching.default_priority", &self.default_priority, format!("one of the {} priority levels", self.priority_levels));
+            return bad(
+                "batching.default_priority",
+                &self.default_priority,
+                format!("one of the {} priority levels", self.priority_levels),
+            );
         }
         if self.workers == Some(0) {
             return bad("batching.workers", &0, "at least 1".into());

@@ -126,10 +126,7 @@ pub fn open(model: &Path, runtime: TensorRuntime, options: &BackendOptions) -> R
     let _ = (model, options);
     match runtime {
         #[cfg(feature = "onnxruntime")]
-        TensorRuntime::OnnxRuntime => {
-            let ort = crate::backend::onnxruntime::OrtBackendOptions { sessions: options.instances.max(1), ..options.onnxruntime.clone() };
-            Ok(Arc::new(onnxruntime::OrtTensorBackend::new(model, &ort)?))
-        }
+        TensorRuntime::OnnxRuntime => Ok(Arc::new(onnxruntime::OrtTensorBackend::new(model, options)?)),
         #[cfg(feature = "tensorrt")]
         TensorRuntime::TensorRt => {
             Ok(Arc::new(tensorrt::TensorRtTensorBackend::open(model, options.tensorrt_device, options.instances.max(1))?))

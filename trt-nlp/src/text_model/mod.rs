@@ -312,9 +312,11 @@ impl TextModel {
             let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
             let all = all.get_or_insert_with(|| Array2::zeros((texts.len(), pooled.row_len())));
             for (k, &i) in rows.iter().enumerate() {
-                let row = pooled
-                    .row(k)
-                    .ok_or_else(|| Error::Shape { what: "pooled output rows", expected: vec![rows.len()], got: vec![pooled.rows()] })?;
+                let row = pooled.row(k).ok_or_else(|| Error::Shape {
+                    what: "pooled output rows",
+                    expected: vec![rows.len()],
+                    got: vec![pooled.rows()],
+                })?;
                 all.row_mut(i).assign(&ArrayView1::from(row));
             }
             Ok(())
@@ -378,8 +380,8 @@ impl TextModel {
                 l.len()
             )));
         }
-        let column =
-            Array2::from_shape_vec((logits.len(), 1), logits.concat()).map_err(|source| Error::ArrayShape { what: "logits".into(), source })?;
+        let column = Array2::from_shape_vec((logits.len(), 1), logits.concat())
+            .map_err(|source| Error::ArrayShape { what: "logits".into(), source })?;
         Ok(scores(column.view(), self.head.activation).into_iter().collect())
     }
 

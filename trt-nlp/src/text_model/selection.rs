@@ -201,8 +201,9 @@ impl Selection {
                 Source::Raw(name) => (name, None),
                 Source::Pooled(name) => (name, Some(3)),
             };
-            let spec = layout.outputs.iter().find(|s| &s.name == name).ok_or_else(|| {
-                Error::NoSuchOutput { name: name.clone(), available: layout.outputs.iter().map(|s| s.name.clone()).collect() }
+            let spec = layout.outputs.iter().find(|s| &s.name == name).ok_or_else(|| Error::NoSuchOutput {
+                name: name.clone(),
+                available: layout.outputs.iter().map(|s| s.name.clone()).collect(),
             })?;
             if rank.is_some_and(|r| spec.rank != r) {
                 return Err(Error::unsupported(format!(
@@ -271,7 +272,8 @@ struct Pool<'m> {
 impl ViewFn for Pool<'_> {
     type Output = Result<Array2<f32>>;
     fn call<T: FloatElement>(self, v: &ArrayViewD<'_, T>) -> Result<Array2<f32>> {
-        let hidden = v.view().into_dimensionality::<Ix3>().map_err(|source| Error::ArrayShape { what: "hidden states to pool".into(), source })?;
+        let hidden =
+            v.view().into_dimensionality::<Ix3>().map_err(|source| Error::ArrayShape { what: "hidden states to pool".into(), source })?;
         self.pooling.pool(hidden, self.mask)
     }
 }
