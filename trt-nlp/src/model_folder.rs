@@ -65,6 +65,17 @@ const MODEL_FILES: [&str; 3] = ["model.plan", "model.engine", "model.onnx"];
 impl ModelFolder {
     /// Opens `path`: a folder (its model file is found by name), or a model
     /// file (its folder holds the rest). Missing files are named in the error.
+    /// ```
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-cls3");
+    /// let folder = trt_nlp::ModelFolder::open(path)?;
+    /// assert!(folder.model.ends_with("model.onnx") && folder.tokenizer.ends_with("tokenizer.json"));
+    /// assert_eq!(folder.labels.len(), 3); // config.json's id2label
+    /// assert!(trt_nlp::ModelFolder::open("no/such/folder").is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::open_with(path, None)
     }
@@ -204,6 +215,16 @@ fn ships_onnx_only(dir: &Path) -> bool {
 /// Where `model` is: the path itself when it exists, else, when it reads
 /// `org/name[@revision]`, its snapshot in the local HuggingFace cache
 /// ([`trt_hf::hub`]; nothing is downloaded). The error names both places.
+/// ```
+/// # fn main() -> trt_nlp::Result<()> {
+/// # // A small random-weight model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+/// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+/// assert_eq!(trt_nlp::resolve_model(path)?, std::path::Path::new(path)); // a path that exists is itself
+/// // `org/name` is looked up in the local HuggingFace cache; nothing is downloaded.
+/// assert!(trt_nlp::resolve_model("no-such-org/no-such-model").is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub fn resolve_model(model: &str) -> Result<PathBuf> {
     let path = Path::new(model);
     if path.exists() {

@@ -262,6 +262,23 @@ impl TextModel {
     /// `[batch, sequence, labels]` (an imported `*ForTokenClassification`
     /// checkpoint). Texts longer than the model's limit are cut; their
     /// tokens past it are not labelled.
+    /// ```
+    /// use trt_nlp::ner::Aggregation;
+    /// use trt_nlp::TextModel;
+    ///
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight BertForTokenClassification (PER, ORG, LOC, MISC) (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-ner");
+    /// let model = TextModel::open(path)?;
+    /// let entities = model.token_classify(&["Ada Lovelace worked with Charles Babbage in London."], Aggregation::Simple)?;
+    /// assert_eq!(entities.len(), 1); // one list per text
+    /// for e in &entities[0] {
+    ///     assert_ne!(e.label, "O");
+    ///     assert!(e.start <= e.end && (0.0..=1.0).contains(&e.score));
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn token_classify<S: AsRef<str> + Sync>(&self, texts: &[S], strategy: Aggregation) -> Result<Vec<Vec<Entity>>> {
         let layout = self.layout();
         if !layout.model_outputs().any(|o| o.name == "logits" && o.rank == 3) {

@@ -333,6 +333,20 @@ pub struct TokenizerPipeline {
 impl TokenizerPipeline {
     /// Settings for a pipeline whose rows are at most `max_len` tokens (the
     /// engine profile's maximum sequence length).
+    /// ```
+    /// use trt_nlp::{Error, Padding, TokenizerPipeline};
+    ///
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # let tokenizer_json = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub/tokenizer.json");
+    /// let pipeline = TokenizerPipeline::builder(64).padding(Padding::Bucket(8)).threads(2).from_file(tokenizer_json)?;
+    /// let rows = pipeline.tokenize(&["Hello there."])?;
+    /// assert!(rows[0].len() <= 64);
+    /// // A setting that cannot work is refused by name.
+    /// let e = TokenizerPipeline::builder(64).threads(0).from_file(tokenizer_json).unwrap_err();
+    /// assert!(matches!(e, Error::InvalidOption { option: "threads", .. }));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn builder(max_len: usize) -> PipelineBuilder {
         PipelineBuilder {
             max_len,

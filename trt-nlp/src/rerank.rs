@@ -90,6 +90,17 @@ impl TextModel {
 
     /// `P(yes)` of each of `docs` for `query` ([`rerank_rows`](Self::rerank_rows)
     /// at the format's length), in their order.
+    /// ```
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight Qwen3-Reranker (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/qwen3-reranker");
+    /// let model = trt_nlp::TextModel::open(path)?;
+    /// let p = model.rerank_scores("What is the capital of France?", &["Paris is its capital.", "Bananas are yellow."], None)?;
+    /// assert_eq!(p.len(), 2);
+    /// assert!(p.iter().all(|p| (0.0..=1.0).contains(p)));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn rerank_scores<S: AsRef<str>>(&self, query: &str, docs: &[S], instruction: Option<&str>) -> Result<Vec<f32>> {
         let rows = self.rerank_rows(query, docs, instruction, None)?;
         let selection = self.logits()?;

@@ -237,8 +237,8 @@ impl Capabilities {
 /// use trt_nlp::{Backend, TextModel};
 ///
 /// # fn main() -> trt_nlp::Result<()> {
-/// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert");
-/// let model = TextModel::builder(model).backend(BackendChoice::OnnxRuntime).open()?;
+/// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+/// let model = TextModel::builder(model).backend(BackendChoice::OnnxRuntime).build()?;
 /// let backend: &Arc<dyn Backend> = model.backend();
 /// assert_eq!(backend.name(), "onnxruntime");
 /// assert_eq!(backend.capabilities().instances, 1);

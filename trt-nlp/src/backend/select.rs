@@ -148,6 +148,19 @@ impl From<OrtBackendOptions> for BackendOptions {
 }
 
 /// The backend for `model` (a plan or an ONNX file) under `choice`.
+/// ```
+/// use trt_nlp::backend::{self, BackendChoice, BackendOptions};
+/// use trt_nlp::ModelFolder;
+///
+/// # fn main() -> trt_nlp::Result<()> {
+/// # // A small random-weight model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+/// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+/// let folder = ModelFolder::open(path)?; // a HuggingFace folder: its graph is written on first use
+/// let backend = backend::open(&folder.model, BackendChoice::OnnxRuntime, &BackendOptions::default().with_instances(2))?;
+/// assert_eq!((backend.name(), backend.capabilities().instances), ("onnxruntime", 2));
+/// # Ok(())
+/// # }
+/// ```
 pub fn open(model: &Path, choice: BackendChoice, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
     let plan = is_plan(model);
     match choice {

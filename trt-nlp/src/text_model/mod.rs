@@ -187,10 +187,17 @@ impl TextModel {
     /// built and can execute here, else ONNX Runtime (CUDA where there is a
     /// GPU, else the CPU). [`builder`](Self::builder) sets the rest.
     ///
-    /// ```no_run
+    /// `"sentence-transformers/all-MiniLM-L6-v2"` (from the local
+    /// HuggingFace cache) opens the same way; here a small folder of the
+    /// workspace:
+    ///
+    /// ```
     /// # fn main() -> trt_nlp::Result<()> {
-    /// let model = trt_nlp::TextModel::open("all-MiniLM-L6-v2")?;
-    /// let v = model.embed(&["A first text.", "And a second one."])?; // [2, 384], as sentence-transformers
+    /// # // A small random-weight sentence-transformers model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+    /// let model = trt_nlp::TextModel::open(path)?;
+    /// let v = model.embed(&["A first text.", "And a second one."])?;
+    /// assert_eq!(v.nrows(), 2); // one row per text, as sentence-transformers' encode
     /// # Ok(())
     /// # }
     /// ```
@@ -199,12 +206,39 @@ impl TextModel {
     }
 
     /// A [`TextModelBuilder`] for `model` (see [`open`](Self::open)).
+    ///
+    /// ```
+    /// use trt_nlp::TextModel;
+    ///
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight model the workspace commits (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+    /// let model = TextModel::builder(path).cpu().max_batch(8).threads(2).build()?;
+    /// assert_eq!(model.max_batch(), 8);
+    /// assert_eq!(model.backend().name(), "onnxruntime");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn builder(model: impl AsRef<Path>) -> TextModelBuilder {
         TextModelBuilder::new(model.as_ref().to_owned())
     }
 
     /// A model from a model folder or file ([`ModelFolder`]): its tokenizer
     /// and head, on the backend `choice` picks, with every option given.
+    /// ```
+    /// use trt_nlp::backend::{BackendChoice, BackendOptions};
+    /// use trt_nlp::{HelperOptions, TextModel};
+    ///
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+    /// let backend = BackendOptions::default().with_max_batch(4).with_max_seq(64);
+    /// let model = TextModel::open_with(path, BackendChoice::OnnxRuntime, &backend, &HelperOptions::default())?;
+    /// assert_eq!(model.max_batch(), 4);
+    /// assert_eq!(model.max_seq(), 20); // an imported folder's own max_seq_length (sentence-transformers') wins
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open_with(model: impl AsRef<Path>, choice: BackendChoice, backend: &BackendOptions, options: &HelperOptions) -> Result<Self> {
         Self::from_folder(&ModelFolder::open(model)?, choice, backend, options)
     }
@@ -289,12 +323,35 @@ impl TextModel {
     /// model's default prompt before each text where it has one (as
     /// sentence-transformers' `encode`). Texts are run in batches of similar
     /// length (fewer padded tokens); an empty input gives a `[0, 0]` array.
+    /// ```
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight sentence-transformers model with Dense and Normalize (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-st5");
+    /// let model = trt_nlp::TextModel::open(path)?;
+    /// let v = model.embed(&["A first text.", "And a second, longer one."])?;
+    /// assert_eq!(v.nrows(), 2);
+    /// // Its folder ends in sentence-transformers' Normalize: unit rows.
+    /// assert!(v.rows().into_iter().all(|r| (r.dot(&r) - 1.0).abs() < 1e-4));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn embed<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<Array2<f32>> {
         self.embed_with_prompt(texts, None)
     }
 
     /// [`embed`](Self::embed) with the prompt called `prompt` before each
     /// text (`Some("")`: none; `None`: the model's default).
+    /// ```
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+    /// let model = trt_nlp::TextModel::open(path)?;
+    /// let v = model.embed_with_prompt(&["no prompt before this text"], Some(""))?;
+    /// assert_eq!(v, model.embed(&["no prompt before this text"])?); // this model has no default prompt
+    /// assert!(model.embed_with_prompt(&["x"], Some("no-such-prompt")).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn embed_with_prompt<S: AsRef<str> + Sync>(&self, texts: &[S], prompt: Option<&str>) -> Result<Array2<f32>> {
         let prefix = self.head.prompts.text(prompt)?;
         if prefix.is_empty() {
@@ -329,6 +386,19 @@ impl TextModel {
     /// single-label classifiers, sigmoid for multi-label ones and one-logit
     /// cross-encoders). Texts are run in batches of similar length; an empty input
     /// gives an empty result.
+    /// ```
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight BertForSequenceClassification with three labels (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-cls3");
+    /// let model = trt_nlp::TextModel::open(path)?;
+    /// let top2 = model.classify(&["What a lovely day.", "Nothing to see here."], 2)?;
+    /// assert_eq!(top2.len(), 2);
+    /// let best = &top2[0].top[0];
+    /// assert!(["negative", "neutral", "positive"].contains(&best.label.as_str()), "{}", best.label);
+    /// assert!(top2[0].top[0].score >= top2[0].top[1].score);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn classify<S: AsRef<str> + Sync>(&self, texts: &[S], k: usize) -> Result<Vec<Classification>> {
         let selection = self.logits()?;
         let all: Mutex<Vec<Option<Classification>>> = Mutex::new(vec![None; texts.len()]);
@@ -413,6 +483,19 @@ impl TextModel {
     /// smallest is padded with empty texts, whose rows are dropped); a
     /// `[batch, seq, ...]` output is padded to the longest batch's length.
     /// Fails on an empty input.
+    /// ```
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight sentence-transformers model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+    /// let model = trt_nlp::TextModel::open(path)?;
+    /// let selection = model.embedding()?; // the pooled sentence embedding, called "embedding"
+    /// let out = model.run(&["one text", "and another"], &selection)?;
+    /// let embedding = out.get("embedding").expect("selected");
+    /// assert_eq!(embedding.rows(), 2);
+    /// assert_eq!(embedding.row_len(), model.embed(&["x"])?.ncols());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run<S: AsRef<str> + Sync>(&self, texts: &[S], selection: &Selection) -> Result<TextOutputs> {
         let mut padded: Vec<&str> = Vec::with_capacity(self.max_batch().max(self.layout().min_batch));
         let min_batch = self.layout().min_batch;
