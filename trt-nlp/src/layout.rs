@@ -195,7 +195,7 @@ impl ModelLayout {
         self.model_outputs().find(|o| o.rank == rank)
     }
 
-    /// The model's own outputs, without those a backend added ([`OutputSpec::pooled`]).
+    /// The model's own outputs, without those a backend added ([`OutputSpec::is_pooled`]).
     pub fn model_outputs(&self) -> impl Iterator<Item = &OutputSpec> {
         self.outputs.iter().filter(|o| o.pooled.is_none())
     }

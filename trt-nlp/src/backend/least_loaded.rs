@@ -34,7 +34,7 @@ use crate::{Error, ModelLayout, Result};
 /// One backend opened on one device, as a member of a [`LeastLoaded`].
 #[derive(Debug, Clone)]
 pub struct DeviceInstance {
-    /// The backend (its [`instances`](Backend::instances) are this member's share).
+    /// The backend (its [`instances`](super::Capabilities::instances) are this member's share).
     pub backend: Arc<dyn Backend>,
     /// The device's UUID (`GPU-...`, Triton's `gpu_uuid` label) where the
     /// backend runs on a GPU whose UUID is known; `None` otherwise.

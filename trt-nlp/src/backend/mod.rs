@@ -226,7 +226,7 @@ impl Capabilities {
 ///
 /// Implementations are `Send + Sync` and `run` may be called from many
 /// threads at once: each call takes one of the backend's
-/// [`instances`](Backend::instances) (an execution context, a session) and
+/// [`instances`](Capabilities::instances) (an execution context, a session) and
 /// blocks while none is free.
 ///
 /// The ONNX Runtime backend on the committed test model, one batch of two texts:
