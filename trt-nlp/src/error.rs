@@ -151,11 +151,12 @@ pub enum Error {
 
     /// A model folder or file lacks a file the model needs (a model file, a
     /// `tokenizer.json`).
-    #[error("{path}: {what}")]
+    #[error("{path} {what}")]
     MissingFile {
         /// The folder searched, or the file that is missing.
         path: PathBuf,
-        /// What is missing and where it was looked for.
+        /// What is missing and where it was looked for, said of `path`
+        /// (`holds no model file (looked for ...)`, `is missing: ...`).
         what: String,
     },
 

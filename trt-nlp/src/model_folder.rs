@@ -104,7 +104,7 @@ impl ModelFolder {
         let (dir, model) = if meta.is_dir() {
             let model = MODEL_FILES.iter().map(|f| path.join(f)).find(|p| p.is_file()).ok_or_else(|| Error::MissingFile {
                 path: path.to_owned(),
-                what: format!("no model file here (looked for {})", MODEL_FILES.join(", ")),
+                what: format!("holds no model file (looked for {})", MODEL_FILES.join(", ")),
             })?;
             (path.to_owned(), model)
         } else {
