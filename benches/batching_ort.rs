@@ -54,7 +54,8 @@ use std::time::Duration;
 use load::{bench_texts, closed_loop, describe, env_f64, env_usize, open_loop, Batched, Load, Serve, Unbatched};
 use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
 #[cfg(feature = "tensorrt")]
-use trt_nlp::backend::{BackendChoice, BackendOptions};
+use trt_nlp::backend::BackendChoice;
+use trt_nlp::backend::BackendOptions;
 use trt_nlp::batching::{BatchingConfig, Grouping, Scheduler};
 use trt_nlp::{Backend, TokenizerPipeline};
 
@@ -62,7 +63,11 @@ use trt_nlp::{Backend, TokenizerPipeline};
 mod deps;
 
 fn ort(model: &std::path::Path, sessions: usize, intra: usize, max_batch: usize) -> Arc<dyn Backend> {
-    let options = OrtBackendOptions { sessions, intra_threads: intra, max_batch, max_seq: 128, ..Default::default() };
+    let options = BackendOptions::default()
+        .with_instances(sessions)
+        .with_max_batch(max_batch)
+        .with_max_seq(128)
+        .with_onnxruntime(OrtBackendOptions::default().with_intra_threads(intra));
     Arc::new(OrtBackend::new(model, &options).expect("the default model loads on ONNX Runtime"))
 }
 
@@ -127,7 +132,7 @@ fn main() {
     config_b.min_padding_efficiency = floor;
     // Never below one longest row: submit refuses a row over the budget.
     config_b.max_batch_tokens = Some(tokens.max(pipeline.padded_len(rows.iter().map(trt_nlp::TokenRow::len).max().unwrap_or(1))));
-    let spread = config_b.spread_across_workers.unwrap_or_else(|| pool.parallel_instances());
+    let spread = config_b.spread_across_workers.unwrap_or_else(|| pool.capabilities().parallel_instances);
     println!(
         "-- (b) {cores} sessions x 1 intra-op thread; unbatched: one request per run; dynamic: max batch {max_batch}, delay 0, length grouping, padding floor {floor}, token budget {:?}, spread over workers {spread}",
         config_b.max_batch_tokens
@@ -199,7 +204,7 @@ fn tensorrt(
         return;
     }
     let contexts = 2;
-    let options = BackendOptions { instances: contexts, max_batch: 128, max_seq: 128, ..Default::default() };
+    let options = BackendOptions::default().with_instances(contexts).with_max_batch(128).with_max_seq(128);
     let engine = match trt_nlp::backend::open(model, BackendChoice::TensorRt, &options) {
         Ok(b) => b,
         Err(e) => {

@@ -28,6 +28,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
+use trt_nlp::backend::BackendOptions;
 use trt_nlp::{Embedder, HelperOptions, Pooling, TokenizerPipeline};
 
 #[path = "../tests/common/deps.rs"]
@@ -72,9 +73,13 @@ fn main() {
     );
 
     // Rust: one Embedder over one ONNX Runtime session, all of a pass in one call.
-    let options = OrtBackendOptions { sessions: 1, intra_threads: threads, max_batch: batch, max_seq: MAX_LEN, ..Default::default() };
+    let options = BackendOptions::default()
+        .with_instances(1)
+        .with_max_batch(batch)
+        .with_max_seq(MAX_LEN)
+        .with_onnxruntime(OrtBackendOptions::default().with_intra_threads(threads));
     let backend = Arc::new(OrtBackend::new(&model, &options).expect("ONNX Runtime session"));
-    let helper = HelperOptions { threads: Some(threads), ..Default::default() };
+    let helper = HelperOptions::default().with_threads(Some(threads));
     let embedder = Embedder::new(backend, &tokenizer, Pooling::Mean, true, &helper).expect("embedder");
     let mut rust = embedder.embed(&texts).expect("warm-up");
     let mut best = f64::INFINITY;

@@ -42,6 +42,7 @@ use std::time::Instant;
 
 use ndarray::Array2;
 use trt_nlp::backend::onnxruntime::{GraphPooling, OrtBackend, OrtBackendOptions, Provider};
+use trt_nlp::backend::BackendOptions;
 use trt_nlp::{Embedder, HelperOptions, Pooling, TokenizerPipeline};
 
 #[path = "../tests/common/deps.rs"]
@@ -133,18 +134,11 @@ fn main() {
     let rss0 = host_rss_mib();
     let free0 = device.free_memory().expect("free memory") as f64;
     // Pooling inside the graph, as a model folder sets it: one [batch, 384] download a batch.
-    let graph_pooling = (std::env::var("EMBED_CUDA_HOST_POOLING").as_deref() != Ok("1")).then_some(GraphPooling {
-        pooling: Pooling::Mean,
-        normalize: true,
-        on_cpu: false,
-    });
-    let options = OrtBackendOptions {
-        provider: Provider::Cuda { device: 0 },
-        max_batch: batch,
-        max_seq: MAX_LEN,
-        graph_pooling,
-        ..Default::default()
-    };
+    let graph_pooling = (std::env::var("EMBED_CUDA_HOST_POOLING").as_deref() != Ok("1")).then_some(GraphPooling::new(Pooling::Mean, true));
+    let options = BackendOptions::default()
+        .with_max_batch(batch)
+        .with_max_seq(MAX_LEN)
+        .with_onnxruntime(OrtBackendOptions::default().with_provider(Provider::Cuda { device: 0 }).with_graph_pooling(graph_pooling));
     println!("rust   pooling: {}", if graph_pooling.is_some() { "inside the graph (on the GPU)" } else { "on the host" });
     let backend = match OrtBackend::new(&model, &options) {
         Ok(b) => Arc::new(b),
@@ -167,7 +161,8 @@ fn main() {
     drop(embedder);
 
     // Rust, batches as CUDA graphs (one per batch and sequence bucket, captured in the warm-up pass).
-    let batch_graphs = OrtBackendOptions { cuda_graph_max_batch: batch, ..options };
+    let mut batch_graphs = options.clone();
+    batch_graphs.onnxruntime.cuda_graph_max_batch = batch;
     let backend = Arc::new(OrtBackend::new(&model, &batch_graphs).expect("ONNX Runtime session with CUDA graphs"));
     let embedder = Embedder::new(backend, &tokenizer, Pooling::Mean, true, &HelperOptions::default()).expect("embedder");
     let (graphs_tps, graphs_out) = best_pass(&embedder, &texts, repeats);
@@ -185,7 +180,7 @@ fn main() {
     let sessions = env_usize("EMBED_CUDA_SESSIONS", 2);
     let (rust_tps, rust) = if sessions > 1 {
         let free = device.free_memory().expect("free memory") as f64;
-        let parallel = OrtBackendOptions { sessions, ..batch_graphs };
+        let parallel = batch_graphs.clone().with_instances(sessions);
         let backend = Arc::new(OrtBackend::new(&model, &parallel).expect("ONNX Runtime sessions with CUDA graphs"));
         let embedder = Embedder::new(backend, &tokenizer, Pooling::Mean, true, &HelperOptions::default()).expect("embedder");
         let (tps, out) = best_pass(&embedder, &texts, repeats);
@@ -210,7 +205,8 @@ fn main() {
 
     // Rust, one text at a time with CUDA graphs: capture every sequence bucket first.
     let free3 = device.free_memory().expect("free memory") as f64;
-    let graphs = OrtBackendOptions { max_batch: 1, cuda_graph_max_batch: 1, ..options };
+    let mut graphs = options.with_max_batch(1);
+    graphs.onnxruntime.cuda_graph_max_batch = 1;
     let backend = Arc::new(OrtBackend::new(&model, &graphs).expect("ONNX Runtime session with CUDA graphs"));
     let embedder = Embedder::new(backend, &tokenizer, Pooling::Mean, true, &HelperOptions::default()).expect("embedder");
     let free4 = device.free_memory().expect("free memory") as f64;

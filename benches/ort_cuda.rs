@@ -38,7 +38,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions, Provider};
-use trt_nlp::backend::Backend;
+use trt_nlp::backend::{Backend, BackendOptions};
 use trt_nlp::{Padding, TokenRow, TokenizerPipeline};
 
 #[path = "support/not_here.rs"]
@@ -211,7 +211,10 @@ fn main() {
     let mut medians: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for model in &models {
         let name = model_name(model);
-        let options = OrtBackendOptions { provider: Provider::Cuda { device: 0 }, max_batch, max_seq: seq, ..Default::default() };
+        let options = BackendOptions::default()
+            .with_max_batch(max_batch)
+            .with_max_seq(seq)
+            .with_onnxruntime(OrtBackendOptions::default().with_provider(Provider::Cuda { device: 0 }));
         // The Rust session first: on a machine without CUDA for ONNX Runtime
         // nothing is started, the bench says why and exits 0.
         let backend = match OrtBackend::new(model, &options) {
@@ -240,7 +243,8 @@ fn main() {
         if env("ORT_CUDA_BENCH_GRAPHS", "1") == "0" {
             continue;
         }
-        let graphs = OrtBackendOptions { cuda_graph_max_batch: 1, ..options };
+        let mut graphs = options;
+        graphs.onnxruntime.cuda_graph_max_batch = 1;
         match OrtBackend::new(model, &graphs) {
             Ok(g) => {
                 let (p50, p99) = time_rust(&g, &pipeline, &rows[..1], runs);

@@ -14,7 +14,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use ndarray::{Array2, Array3};
-use trt_nlp::backend::{Fill, Read};
+use trt_nlp::backend::{Capabilities, Fill, Read};
 use trt_nlp::ElementType;
 use trt_nlp::{Backend, EncodedBatch, Error, InputRole, InputSpec, ModelLayout, OutputSpec, OutputView, Outputs, Result, TokenRow};
 
@@ -28,10 +28,7 @@ pub fn double_layout(min_batch: usize, max_batch: usize, max_seq: usize) -> Mode
     let spec = |role: InputRole| InputSpec::new(role.default_name(), role, ElementType::I32).unwrap();
     ModelLayout::new(
         vec![spec(InputRole::InputIds), spec(InputRole::AttentionMask)],
-        vec![
-            OutputSpec { name: "hidden".into(), dtype: ElementType::F32, rank: 3, pooled: None },
-            OutputSpec { name: "logits".into(), dtype: ElementType::F32, rank: 2, pooled: None },
-        ],
+        vec![OutputSpec::new("hidden", ElementType::F32, 3), OutputSpec::new("logits", ElementType::F32, 2)],
         min_batch..=max_batch,
         1..=max_seq,
     )
@@ -67,7 +64,12 @@ fn compute(
     };
     let (b, s) = (batch_layout.batch, batch_layout.seq_len);
     if b < layout.min_batch || b > layout.max_batch || s > layout.max_seq {
-        return Err(Error::InvalidConfig(format!("test double: batch [{b}, {s}] is outside the layout {layout:?}")));
+        return Err(Error::BatchOutOfRange {
+            batch: b,
+            seq_len: s,
+            batch_range: layout.min_batch..=layout.max_batch,
+            seq_range: layout.min_seq..=layout.max_seq,
+        });
     }
     inspect(b, s, &staging.ids[..b * s])?;
     let mut hidden = Array3::<f32>::zeros((b, s, 2));
@@ -87,6 +89,11 @@ fn compute(
     outputs.push("hidden", OutputView::F32(hidden.view().into_dyn()));
     outputs.push("logits", OutputView::F32(logits.view().into_dyn()));
     read(&batch_layout, &outputs)
+}
+
+/// A failure of a test double, as a backend of the caller's own reports one.
+fn double_failure(what: &str) -> Error {
+    Error::Runtime { backend: "test double".into(), source: what.into() }
 }
 
 /// A pool of staging buffers, one per instance.
@@ -178,7 +185,7 @@ impl ScriptedBackendDouble {
         }
     }
 
-    /// Says its instances run side by side (`Backend::parallel_instances`), as CPU sessions do.
+    /// Says its instances run side by side (`Capabilities::parallel_instances`), as CPU sessions do.
     pub fn parallel_instances(mut self, parallel: bool) -> Self {
         self.parallel = parallel;
         self
@@ -231,12 +238,8 @@ impl Backend for ScriptedBackendDouble {
         &self.layout
     }
 
-    fn instances(&self) -> usize {
-        self.instances
-    }
-
-    fn parallel_instances(&self) -> bool {
-        self.parallel
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::new(self.instances).with_parallel_instances(self.parallel)
     }
 
     fn health(&self) -> Result<()> {
@@ -251,7 +254,7 @@ impl Backend for ScriptedBackendDouble {
             let mut p = self.permits.lock().unwrap();
             while *p == 0 {
                 let Some(left) = end.checked_duration_since(Instant::now()) else {
-                    return Err(Error::InvalidConfig("test double: gate stayed closed for 30 s".into()));
+                    return Err(double_failure("the gate stayed closed for 30 s"));
                 };
                 p = self.gate.wait_timeout(p, left).unwrap().0;
             }
@@ -262,10 +265,10 @@ impl Backend for ScriptedBackendDouble {
                 let tags: Vec<u32> = (0..b).map(|r| ids.get(r * s + 1).copied().unwrap_or(0) as u32).collect();
                 self.ran.lock().unwrap().push(RanBatch { tags: tags.clone(), seq_len: s });
                 if tags.contains(&FAIL_TAG) {
-                    return Err(Error::InvalidConfig("test double: scripted failure".into()));
+                    return Err(double_failure("scripted failure"));
                 }
                 if self.broken.load(Ordering::SeqCst) {
-                    return Err(Error::InvalidConfig("test double: this instance fails every batch".into()));
+                    return Err(double_failure("this instance fails every batch"));
                 }
                 if tags.contains(&PANIC_TAG) {
                     panic!("test double: scripted panic");
@@ -316,8 +319,8 @@ impl Backend for SimulatedGpuDouble {
         &self.layout
     }
 
-    fn instances(&self) -> usize {
-        self.instances
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::new(self.instances)
     }
 
     fn health(&self) -> Result<()> {

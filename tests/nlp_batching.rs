@@ -562,18 +562,30 @@ fn bad_settings_and_bad_input_are_typed_errors() {
     let layout = double_layout(1, 16, MAX_SEQ);
     let try_config =
         |c: BatchingConfig| Scheduler::new(Arc::new(ScriptedBackendDouble::new(layout.clone(), 1)), pipeline(Padding::Longest), c);
-    let err = try_config(config(32, Duration::ZERO)).unwrap_err().to_string();
-    assert!(err.contains("max_batch_size 32"), "{err}");
+    let invalid = |e: trt_nlp::Error| {
+        let message = e.to_string();
+        match e {
+            trt_nlp::Error::InvalidOption { option, value, expected } => (option, value, expected, message),
+            _ => panic!("not InvalidOption: {message}"),
+        }
+    };
+    let (option, value, _, message) = invalid(try_config(config(32, Duration::ZERO)).unwrap_err());
+    assert_eq!((option, value.as_str()), ("batching.max_batch_size", "32"), "{message}");
+    assert!(message.contains("1..=16"), "{message}");
     let mut c = config(8, Duration::ZERO);
     c.preferred_batch_sizes = vec![9];
-    assert!(try_config(c).unwrap_err().to_string().contains("preferred batch size 9"));
+    let (option, value, _, message) = invalid(try_config(c).unwrap_err());
+    assert_eq!((option, value.as_str()), ("batching.preferred_batch_sizes", "9"), "{message}");
     let mut c = config(8, Duration::ZERO);
     c.min_padding_efficiency = f32::NAN;
-    assert!(try_config(c).unwrap_err().to_string().contains("min_padding_efficiency NaN is outside 0.0..=1.0"));
+    let (option, value, expected, _) = invalid(try_config(c).unwrap_err());
+    assert_eq!((option, value.as_str(), expected.as_str()), ("batching.min_padding_efficiency", "NaN", "within 0.0..=1.0"));
     let short_model = double_layout(1, 16, 64);
     let e = Scheduler::new(Arc::new(ScriptedBackendDouble::new(short_model, 1)), pipeline(Padding::Longest), config(8, Duration::ZERO))
         .unwrap_err();
-    assert!(e.to_string().contains("max_len 128 exceeds the model's max_seq 64"), "{e}");
+    let (option, value, expected, _) = invalid(e);
+    assert_eq!((option, value.as_str()), ("max_len", "128"));
+    assert!(expected.contains("max_seq 64"), "{expected}");
 
     let (_double, s) = setup(config(8, Duration::ZERO));
     assert!(matches!(s.submit(Request::texts(Vec::<String>::new())), Err(SubmitError::Empty)));

@@ -15,7 +15,7 @@ use std::time::Duration;
 use ndarray::{ArrayD, Axis, Slice};
 use support::default_model;
 use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
-use trt_nlp::backend::Backend;
+use trt_nlp::backend::{Backend, BackendOptions};
 use trt_nlp::batching::{BatchingConfig, Handle, Request, Response, Scheduler};
 use trt_nlp::{Embedder, EncodedBatch, Head, HelperOptions, Pooling, Selection, TextModel, TokenizerPipeline};
 
@@ -61,10 +61,13 @@ fn check(response: &Response, expected: &(ArrayD<f32>, ArrayD<f32>)) -> f32 {
 #[test]
 fn many_threads_and_async_tasks_get_the_outputs_of_unbatched_calls() {
     let backend: Arc<dyn Backend> = Arc::new(
-        OrtBackend::new(default_model("model.onnx"), &OrtBackendOptions { sessions: 2, intra_threads: 1, ..Default::default() }).unwrap(),
+        OrtBackend::new(
+            default_model("model.onnx"),
+            &BackendOptions::default().with_instances(2).with_onnxruntime(OrtBackendOptions::default().with_intra_threads(1)),
+        )
+        .unwrap(),
     );
-    let pipeline =
-        Arc::new(HelperOptions { threads: Some(1), ..Default::default() }.pipeline(&default_model("tokenizer.json"), &*backend).unwrap());
+    let pipeline = Arc::new(HelperOptions::default().with_threads(Some(1)).pipeline(&default_model("tokenizer.json"), &*backend).unwrap());
     let texts = texts();
     let expected: Vec<_> = texts.iter().map(|t| unbatched(&*backend, &pipeline, t)).collect();
 
@@ -133,9 +136,13 @@ fn many_threads_and_async_tasks_get_the_outputs_of_unbatched_calls() {
 #[test]
 fn a_request_that_selects_pooled_outputs_gets_pooled_rows() {
     let backend: Arc<dyn Backend> = Arc::new(
-        OrtBackend::new(default_model("model.onnx"), &OrtBackendOptions { sessions: 2, intra_threads: 1, ..Default::default() }).unwrap(),
+        OrtBackend::new(
+            default_model("model.onnx"),
+            &BackendOptions::default().with_instances(2).with_onnxruntime(OrtBackendOptions::default().with_intra_threads(1)),
+        )
+        .unwrap(),
     );
-    let pipeline = HelperOptions { threads: Some(1), ..Default::default() }.pipeline(&default_model("tokenizer.json"), &*backend).unwrap();
+    let pipeline = HelperOptions::default().with_threads(Some(1)).pipeline(&default_model("tokenizer.json"), &*backend).unwrap();
     let model = TextModel::new(backend.clone(), pipeline, Head::default());
     let texts = texts();
     let embeddings = model.embed(&texts).unwrap();

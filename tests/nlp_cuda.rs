@@ -13,11 +13,12 @@ use std::sync::Arc;
 use support::{default_model, reference, reference_texts};
 use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions, Provider};
 use trt_nlp::backend::Backend;
+use trt_nlp::backend::BackendOptions;
 use trt_nlp::{Classifier, Embedder, HelperOptions, Pooling};
 
 fn backend(file: &str, provider: Provider, graphs: usize) -> Arc<OrtBackend> {
-    let options = OrtBackendOptions { provider, intra_threads: 4, cuda_graph_max_batch: graphs, ..Default::default() };
-    Arc::new(OrtBackend::new(default_model(file), &options).unwrap())
+    let options = OrtBackendOptions::default().with_provider(provider).with_intra_threads(4).with_cuda_graph_max_batch(graphs);
+    Arc::new(OrtBackend::new(default_model(file), &options.into()).unwrap())
 }
 
 /// Logits and mean-pooled embeddings of `texts`, in batches of `batch`.
@@ -107,7 +108,7 @@ fn cuda_graphs_replay_the_bucket_of_each_batch() {
     let texts = texts();
     let plain = backend("model.onnx", Provider::Cuda { device: 0 }, 0);
     let graphs = backend("model.onnx", Provider::Cuda { device: 0 }, 32);
-    assert_eq!(graphs.sequence_multiple(), 8);
+    assert_eq!(graphs.capabilities().sequence_multiple, 8);
     // Batches of 1, 3, 5 and 8 rows (buckets 1, 4, 8, 8) at several lengths, twice:
     // the second pass replays graphs captured in the first.
     for batch in [1, 3, 5, 8, 3, 1] {
@@ -128,9 +129,9 @@ fn row_buckets_pad_batches_to_their_bucket_and_change_no_output() {
     let texts = texts();
     let plain = backend("model.onnx", Provider::Cuda { device: 0 }, 0);
     let options =
-        OrtBackendOptions { provider: Provider::Cuda { device: 0 }, intra_threads: 4, cuda_row_buckets: true, ..Default::default() };
-    let bucketed = Arc::new(OrtBackend::new(default_model("model.onnx"), &options).unwrap());
-    assert_eq!(bucketed.sequence_multiple(), 8);
+        OrtBackendOptions::default().with_provider(Provider::Cuda { device: 0 }).with_intra_threads(4).with_cuda_row_buckets(true);
+    let bucketed = Arc::new(OrtBackend::new(default_model("model.onnx"), &options.into()).unwrap());
+    assert_eq!(bucketed.capabilities().sequence_multiple, 8);
     // 11, 13 and 17 rows run as 16, 16 and 32 (the largest batch is 32).
     for batch in [11, 13, 17] {
         let (pl, pe) = outputs(plain.clone(), &texts, batch);
@@ -161,13 +162,10 @@ fn the_fused_fp16_model_on_cuda_is_within_2e_3_of_fp32() {
 fn a_batch_past_the_memory_limit_fails_alone_and_the_session_keeps_serving() {
     // 1 GiB holds the weights and a short batch; 256 rows of 512 tokens need
     // several GiB of attention scores alone.
-    let options = OrtBackendOptions {
-        provider: Provider::Cuda { device: 0 },
-        max_batch: 256,
-        max_seq: 512,
-        cuda_memory_limit: Some(1 << 30),
-        ..Default::default()
-    };
+    let options = BackendOptions::default()
+        .with_max_batch(256)
+        .with_max_seq(512)
+        .with_onnxruntime(OrtBackendOptions::default().with_provider(Provider::Cuda { device: 0 }).with_cuda_memory_limit(Some(1 << 30)));
     let gpu: Arc<OrtBackend> = Arc::new(OrtBackend::new(default_model("model.onnx"), &options).unwrap());
     let e = Embedder::new(gpu, default_model("tokenizer.json"), Pooling::Mean, true, &HelperOptions::default()).unwrap();
     let short = texts();
@@ -185,8 +183,8 @@ fn a_batch_past_the_memory_limit_fails_alone_and_the_session_keeps_serving() {
 #[ignore = "needs a CUDA GPU and the onnxruntime-gpu library (ORT_DYLIB_PATH)"]
 fn a_session_whose_weights_pass_the_memory_limit_is_out_of_device_memory() {
     // The default model's FP32 weights are ~90 MB; 16 MiB cannot hold them.
-    let options = OrtBackendOptions { provider: Provider::Cuda { device: 0 }, cuda_memory_limit: Some(16 << 20), ..Default::default() };
-    let err = OrtBackend::new(default_model("model.onnx"), &options).expect_err("the weights do not fit 16 MiB");
+    let options = OrtBackendOptions::default().with_provider(Provider::Cuda { device: 0 }).with_cuda_memory_limit(Some(16 << 20));
+    let err = OrtBackend::new(default_model("model.onnx"), &options.into()).expect_err("the weights do not fit 16 MiB");
     println!("a session under a 16 MiB limit: {err}");
     assert!(matches!(err, trt_nlp::Error::Onnx(trt_onnx::Error::OutOfDeviceMemory { .. })), "typed as out of device memory: {err:?}");
 }
@@ -200,17 +198,13 @@ fn embeddings_pooled_in_the_graph_on_cuda_match_host_pooling_on_the_cpu() {
     let cpu = Embedder::new(backend("model.onnx", Provider::Cpu, 0), &tok, Pooling::Mean, true, &HelperOptions::default()).unwrap();
     let want = cpu.embed(&texts).unwrap();
     for graphs in [0, 8] {
-        let options = OrtBackendOptions {
-            provider: Provider::Cuda { device: 0 },
-            max_batch: 8,
-            max_seq: 128,
-            cuda_graph_max_batch: graphs,
-            sessions: 2,
-            graph_pooling: Some(GraphPooling { pooling: Pooling::Mean, normalize: true, on_cpu: false }),
-            ..Default::default()
-        };
+        let ort = OrtBackendOptions::default()
+            .with_provider(Provider::Cuda { device: 0 })
+            .with_cuda_graph_max_batch(graphs)
+            .with_graph_pooling(Some(GraphPooling::new(Pooling::Mean, true)));
+        let options = BackendOptions::from(ort).with_max_batch(8).with_max_seq(128).with_instances(2);
         let gpu: Arc<OrtBackend> = Arc::new(OrtBackend::new(default_model("model.onnx"), &options).unwrap());
-        assert!(gpu.layout().outputs.iter().any(|o| o.pooled.is_some()), "the pooled output was added on CUDA");
+        assert!(gpu.layout().outputs.iter().any(|o| o.is_pooled()), "the pooled output was added on CUDA");
         let e = Embedder::new(gpu, &tok, Pooling::Mean, true, &HelperOptions::default()).unwrap();
         let got = e.embed(&texts).unwrap();
         let d = got.iter().zip(want.iter()).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);

@@ -93,7 +93,7 @@ fn unusable_engines_are_typed_errors_naming_the_tensor() {
     let mut bad_name = minilm_io(DataType::Int32);
     bad_name[0].name = "pixel_values".into();
     let e = ModelLayout::from_io(&bad_name).unwrap_err();
-    assert!(matches!(&e, Error::InvalidConfig(m) if m.contains("pixel_values")), "{e}");
+    assert!(matches!(&e, Error::UnsupportedModel { reason } if reason.contains("pixel_values")), "{e}");
 
     let mut float_ids = minilm_io(DataType::Int32);
     float_ids[0].dtype = DataType::Float;

@@ -74,7 +74,7 @@ fn open_on(src: &Path, out: &Path, precision: Precision, provider: Provider) -> 
 /// The model `src` imported into `out` with `options`, opened on ONNX Runtime's `provider`.
 fn open_imported(src: &Path, out: &Path, options: &ImportOptions, provider: Provider) -> TextModel {
     trt_hf::import(src, out, options).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
-    let backend = BackendOptions { onnxruntime: OrtBackendOptions { provider, ..Default::default() }, ..Default::default() };
+    let backend = BackendOptions::default().with_onnxruntime(OrtBackendOptions::default().with_provider(provider));
     TextModel::open_with(out, BackendChoice::OnnxRuntime, &backend, &HelperOptions::default()).unwrap()
 }
 

@@ -13,7 +13,7 @@ use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
 use trt_nlp::backend::{Backend, BackendChoice, BackendOptions};
 use trt_nlp::{Classifier, Embedder, Error, HelperOptions, ModelFolder, Pooling, TextModel};
 
-fn ort(file: &str, options: &OrtBackendOptions) -> Arc<dyn Backend> {
+fn ort(file: &str, options: &BackendOptions) -> Arc<dyn Backend> {
     Arc::new(OrtBackend::new(default_model(file), options).unwrap())
 }
 
@@ -23,7 +23,7 @@ fn ort(file: &str, options: &OrtBackendOptions) -> Arc<dyn Backend> {
 fn fp32_logits_and_embeddings_match_python_onnxruntime() {
     let r = reference();
     let texts = reference_texts(&r);
-    let backend = ort("model.onnx", &OrtBackendOptions { intra_threads: 1, ..Default::default() });
+    let backend = ort("model.onnx", &OrtBackendOptions::default().with_intra_threads(1).into());
     let labels = trt_nlp::Labels::from_config_file(default_model("config.json")).unwrap();
     let c = Classifier::new(backend.clone(), default_model("tokenizer.json"), labels, &HelperOptions::default()).unwrap();
     let got = c.predict(&texts, 2).unwrap();
@@ -50,7 +50,7 @@ fn fp32_logits_and_embeddings_match_python_onnxruntime() {
 fn fp16_model_matches_python_within_fp16_tolerance() {
     let r = reference();
     let texts = reference_texts(&r);
-    let backend = ort("model_fp16.onnx", &OrtBackendOptions::default());
+    let backend = ort("model_fp16.onnx", &OrtBackendOptions::default().into());
     let c = Classifier::new(backend.clone(), default_model("tokenizer.json"), Default::default(), &HelperOptions::default()).unwrap();
     let got = c.predict(&texts, 1).unwrap();
     let d16 = max_abs_diff(got.iter().map(|g| g.logits.as_slice()), &reference_rows(&r, "fp16", "logits"));
@@ -72,7 +72,7 @@ fn fp16_model_matches_python_within_fp16_tolerance() {
 fn batches_split_at_max_batch_give_the_same_results() {
     let r = reference();
     let texts = reference_texts(&r);
-    let small = ort("model.onnx", &OrtBackendOptions { max_batch: 2, ..Default::default() });
+    let small = ort("model.onnx", &BackendOptions::default().with_max_batch(2));
     assert_eq!(small.layout().max_batch, 2);
     let e = Embedder::new(small, default_model("tokenizer.json"), Pooling::Mean, true, &HelperOptions::default()).unwrap();
     let emb = e.embed(&texts).unwrap();
@@ -117,7 +117,7 @@ fn a_text_model_runs_raw_and_pooled_outputs_selected_by_name() {
     let r = reference();
     let texts = reference_texts(&r);
     let dir = default_model("model.onnx").parent().unwrap().to_owned();
-    let options = BackendOptions { max_batch: 2, ..Default::default() };
+    let options = BackendOptions::default().with_max_batch(2);
     let model = TextModel::open_with(&dir, BackendChoice::OnnxRuntime, &options, &HelperOptions::default()).unwrap();
     assert_eq!(model.max_batch(), 2);
     assert_eq!(model.labels().name(0), "LABEL_0");
@@ -144,8 +144,8 @@ fn a_text_model_runs_raw_and_pooled_outputs_selected_by_name() {
     let d = max_abs_diff(classified.iter().map(|c| c.logits.as_slice()), &rows("logits"));
     assert!(d < 1e-5, "{d}");
 
-    let e = model.select(&["nope"]).unwrap_err().to_string();
-    assert!(e.contains("'nope' is not an output"), "{e}");
+    let e = model.select(&["nope"]).unwrap_err();
+    assert!(matches!(&e, Error::NoSuchOutput { name, available } if name == "nope" && available.iter().any(|a| a == "logits")), "{e}");
     assert!(model.run::<&str>(&[], &selection).is_err());
 }
 
@@ -155,7 +155,10 @@ fn many_threads_share_one_classifier() {
     let r = reference();
     let texts = reference_texts(&r);
     let want = reference_rows(&r, "fp32", "logits");
-    let backend = ort("model.onnx", &OrtBackendOptions { sessions: 2, intra_threads: 1, ..Default::default() });
+    let backend = ort(
+        "model.onnx",
+        &BackendOptions::default().with_instances(2).with_onnxruntime(OrtBackendOptions::default().with_intra_threads(1)),
+    );
     let c = Classifier::new(backend, default_model("tokenizer.json"), Default::default(), &HelperOptions::default()).unwrap();
     std::thread::scope(|s| {
         for t in 0..4 {
@@ -178,14 +181,14 @@ fn bad_models_and_texts_are_typed_errors() {
     let bytes = std::fs::read(default_model("model.onnx")).unwrap();
     let cut = dir.path().join("cut.onnx");
     std::fs::write(&cut, &bytes[..bytes.len() / 3]).unwrap();
-    let e = OrtBackend::new(&cut, &OrtBackendOptions::default()).unwrap_err();
+    let e = OrtBackend::new(&cut, &BackendOptions::default()).unwrap_err();
     assert!(matches!(e, Error::Onnx(_)) && e.to_string().contains("cut.onnx"), "{e}");
     // Random bytes.
     let junk = dir.path().join("junk.onnx");
     std::fs::write(&junk, b"definitely not a protobuf \x00\xff\x13").unwrap();
-    assert!(OrtBackend::new(&junk, &OrtBackendOptions::default()).is_err());
+    assert!(OrtBackend::new(&junk, &BackendOptions::default()).is_err());
     // A missing file.
-    let e = OrtBackend::new(dir.path().join("nope.onnx"), &OrtBackendOptions::default()).unwrap_err();
+    let e = OrtBackend::new(dir.path().join("nope.onnx"), &BackendOptions::default()).unwrap_err();
     assert!(e.to_string().contains("nope.onnx"), "{e}");
     // A folder without a model, a model without a tokenizer beside it.
     assert!(ModelFolder::open(dir.path()).unwrap_err().to_string().contains("no model file"));
@@ -196,18 +199,18 @@ fn bad_models_and_texts_are_typed_errors() {
     let e = trt_nlp::backend::open(&dir.path().join("m.plan"), BackendChoice::OnnxRuntime, &BackendOptions::default()).unwrap_err();
     assert!(e.to_string().contains("plan"), "{e}");
     // Over-long texts: truncated by default, refused when asked, with the text's index.
-    let backend = ort("model.onnx", &OrtBackendOptions { max_seq: 64, ..Default::default() });
+    let backend = ort("model.onnx", &BackendOptions::default().with_max_seq(64));
     let long = "word ".repeat(5000);
     let c = Classifier::new(backend.clone(), default_model("tokenizer.json"), Default::default(), &HelperOptions::default()).unwrap();
     assert_eq!(c.classify(&[long.as_str()], 1).unwrap().len(), 1);
-    let strict = HelperOptions { reject_long_texts: true, ..Default::default() };
+    let strict = HelperOptions::default().with_reject_long_texts(true);
     let c = Classifier::new(backend.clone(), default_model("tokenizer.json"), Default::default(), &strict).unwrap();
     let e = c.classify(&["fine", long.as_str()], 1).unwrap_err();
     assert!(matches!(e, Error::TooLong { index: 1, .. }), "{e}");
     // A model whose input is not a token tensor (the external-weights test model takes 'x').
     let other = support::deps_dir().join("models/test/external_weights.onnx");
-    let e = OrtBackend::new(&other, &OrtBackendOptions::default()).unwrap_err();
-    assert!(e.to_string().contains("'x' is not a token tensor"), "{e}");
+    let e = OrtBackend::new(&other, &BackendOptions::default()).unwrap_err();
+    assert!(matches!(&e, Error::UnsupportedModel { reason } if reason.contains("'x' is not a token tensor")), "{e}");
 }
 
 /// The cross-encoder of scripts/make_cross_encoder.py: pair logits and the
@@ -261,14 +264,21 @@ fn sentence_embeddings_pooled_in_the_graph_equal_host_pooling() {
     use trt_nlp::{Selection, Source, EMBEDDING};
     let r = reference();
     let texts = reference_texts(&r);
-    let host = ort("model.onnx", &OrtBackendOptions { intra_threads: 1, ..Default::default() });
+    let host = ort("model.onnx", &OrtBackendOptions::default().with_intra_threads(1).into());
     for (pooling, normalize) in [(Pooling::Mean, true), (Pooling::Mean, false), (Pooling::Cls, true)] {
-        let graph_pooling = Some(GraphPooling { pooling, normalize, on_cpu: true });
-        let in_graph = ort("model.onnx", &OrtBackendOptions { intra_threads: 1, sessions: 2, graph_pooling, ..Default::default() });
+        let graph_pooling = Some(GraphPooling::new(pooling, normalize).with_on_cpu(true));
+        let in_graph = ort(
+            "model.onnx",
+            &BackendOptions::default()
+                .with_instances(2)
+                .with_onnxruntime(OrtBackendOptions::default().with_intra_threads(1).with_graph_pooling(graph_pooling)),
+        );
         let layout = in_graph.layout();
         let added = layout.outputs.iter().find(|o| o.name == GRAPH_POOLED_OUTPUT).expect("the pooled output is in the layout");
         assert_eq!(added.rank, 2);
-        assert!(added.pooled.as_ref().is_some_and(|p| p.pooling == pooling && p.normalize == normalize));
+        assert!(added.is_pooled());
+        let hidden = layout.output_of_rank(3).expect("the hidden states").name.clone();
+        assert_eq!(layout.pooled_output(&hidden, pooling, normalize), Some(added), "pooled as asked");
         assert!(!Selection::raw(layout).names().any(|n| n == GRAPH_POOLED_OUTPUT), "not a raw output of the model");
         assert_eq!(layout.output_of_rank(2).map(|o| o.name.as_str()), Some("logits"));
         let selection = Selection::embedding(layout, pooling, normalize).unwrap();

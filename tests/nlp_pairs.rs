@@ -252,5 +252,5 @@ fn a_max_len_without_room_for_a_pair_is_a_typed_error() {
     // 3 tokens: enough for a single text's two specials and one token, not for a pair's three.
     let p = pipeline(3, Truncation::Truncate, 1);
     let err = p.tokenize_pairs(&[("a", "b")], PairTruncation::LongestFirst, TruncationSide::Right).unwrap_err();
-    assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
+    assert!(matches!(err, Error::InvalidOption { option: "max_len", .. }), "{err}");
 }

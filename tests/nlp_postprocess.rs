@@ -189,5 +189,5 @@ fn labels_and_pooling_from_model_files() {
     std::fs::write(&pooling, r#"{"pooling_mode_cls_token": true}"#).unwrap();
     assert_eq!(Pooling::from_config_file(&pooling).unwrap(), Pooling::Cls);
     std::fs::write(&pooling, r#"{"pooling_mode_max_tokens": true}"#).unwrap();
-    assert!(matches!(Pooling::from_config_file(&pooling), Err(Error::InvalidConfig(_))));
+    assert!(matches!(Pooling::from_config_file(&pooling), Err(Error::UnsupportedModel { .. })));
 }

@@ -193,7 +193,7 @@ fn truncates_like_python_and_keeps_special_tokens() {
 fn max_len_below_the_special_tokens_is_a_typed_error_not_a_panic() {
     let build =
         |truncation| TokenizerPipeline::builder(1).add_special_tokens(false).truncation(truncation).from_file(support::tokenizer_json());
-    assert!(matches!(build(Truncation::Truncate), Err(Error::InvalidConfig(_))));
+    assert!(matches!(build(Truncation::Truncate), Err(Error::InvalidOption { option: "max_len", .. })));
     let p = build(Truncation::Reject).unwrap();
     let got = encode(&p, &["a".to_string()], ElementType::I32);
     assert_eq!(got.layout.lengths, [1]);
@@ -449,10 +449,13 @@ fn rejects_impossible_settings() {
     let path = support::tokenizer_json();
     let build = |b: trt_nlp::PipelineBuilder| b.from_file(&path);
     // [CLS] and [SEP] alone fill two tokens.
-    assert!(matches!(build(TokenizerPipeline::builder(2)), Err(Error::InvalidConfig(_))));
-    assert!(matches!(build(TokenizerPipeline::builder(0)), Err(Error::InvalidConfig(_))));
-    assert!(matches!(build(TokenizerPipeline::builder(8).padding(Padding::Bucket(0))), Err(Error::InvalidConfig(_))));
-    assert!(matches!(build(TokenizerPipeline::builder(8).threads(0)), Err(Error::InvalidConfig(_))));
+    assert!(matches!(build(TokenizerPipeline::builder(2)), Err(Error::InvalidOption { option: "max_len", .. })));
+    assert!(matches!(build(TokenizerPipeline::builder(0)), Err(Error::InvalidOption { option: "max_len", .. })));
+    assert!(matches!(
+        build(TokenizerPipeline::builder(8).padding(Padding::Bucket(0))),
+        Err(Error::InvalidOption { option: "padding", .. })
+    ));
+    assert!(matches!(build(TokenizerPipeline::builder(8).threads(0)), Err(Error::InvalidOption { option: "threads", .. })));
     // Without special tokens, 2 is enough.
     assert!(build(TokenizerPipeline::builder(2).add_special_tokens(false)).is_ok());
 }

@@ -88,7 +88,7 @@ fn kind_gpu_on_gpu_0_serves_and_matches_the_cpu() {
 fn gpu_0_listed_twice_is_two_device_instances_and_batches_go_to_both() {
     let (_repo, model) = load("{ count: 1 kind: KIND_GPU gpus: [ 0, 0 ] }");
     let model = model.unwrap_or_else(|e| panic!("{NEEDS}: {e}"));
-    assert_eq!((model.instances(), model.backend().devices()), (2, 2));
+    assert_eq!((model.instances(), model.backend().capabilities().devices), (2, 2));
     let u = uuids(&model);
     assert_eq!(u[0], u[1], "both on GPU 0");
     // One at a time: every member idle at each choice, so they take turns.

@@ -16,7 +16,7 @@
 //! - nothing is written past `batch * seq_len`, nor anything at all on an error;
 //! - errors only where they belong: `TooLong` in reject mode for a text whose
 //!   full encoding is longer than `max_len`, `BufferTooSmall` for a short
-//!   buffer, `InvalidConfig` for impossible settings.
+//!   buffer, `InvalidOption` for impossible settings.
 #![no_main]
 
 use std::cell::RefCell;
@@ -189,7 +189,7 @@ impl State {
                         assert!(fast.uses_fast_path() && !slow.uses_fast_path());
                         Some((fast, slow))
                     }
-                    (Err(Error::InvalidConfig(_)), Err(Error::InvalidConfig(_))) => {
+                    (Err(Error::InvalidOption { .. }), Err(Error::InvalidOption { .. })) => {
                         assert!(impossible, "{o:?}: possible settings refused");
                         None
                     }

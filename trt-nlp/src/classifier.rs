@@ -24,6 +24,21 @@ impl Classifier {
 
     /// A classifier from a model folder or file ([`ModelFolder`]): its
     /// tokenizer and labels, on the backend `choice` picks.
+    /// ```
+    /// use trt_nlp::backend::{BackendChoice, BackendOptions};
+    /// use trt_nlp::{Classifier, HelperOptions};
+    ///
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight BertForSequenceClassification with three labels (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-cls3");
+    /// let classifier = Classifier::open(path, BackendChoice::OnnxRuntime, &BackendOptions::default(), &HelperOptions::default())?;
+    /// let best = classifier.classify(&["What a lovely day."], 1)?;
+    /// assert_eq!(best[0].len(), 1);
+    /// let labels = classifier.model().labels();
+    /// assert!((0..labels.len()).any(|i| labels.name(i) == best[0][0].label));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open(model: impl AsRef<Path>, choice: BackendChoice, backend: &BackendOptions, options: &HelperOptions) -> Result<Self> {
         Self::from_model(TextModel::from_folder(&ModelFolder::open(model)?, choice, backend, options)?)
     }

@@ -33,6 +33,19 @@ impl Embedder {
 
     /// An embedder from a model folder or file ([`ModelFolder`]): its
     /// tokenizer, pooling and normalisation, on the backend `choice` picks.
+    /// ```
+    /// use trt_nlp::backend::{BackendChoice, BackendOptions};
+    /// use trt_nlp::{Embedder, HelperOptions};
+    ///
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight sentence-transformers model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+    /// let embedder = Embedder::open(path, BackendChoice::OnnxRuntime, &BackendOptions::default(), &HelperOptions::default())?;
+    /// let v = embedder.embed(&["one text"])?;
+    /// assert_eq!(v.nrows(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open(model: impl AsRef<Path>, choice: BackendChoice, backend: &BackendOptions, options: &HelperOptions) -> Result<Self> {
         Self::from_model(TextModel::from_folder(&ModelFolder::open(model)?, choice, backend, options)?)
     }

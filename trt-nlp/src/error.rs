@@ -4,6 +4,7 @@
 //! the tensor and its sizes) so a caller can act on it without reading logs.
 //! Bad input never panics: it comes back as one of these.
 
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 
 use crate::ElementType;
@@ -117,9 +118,111 @@ pub enum Error {
         problem: String,
     },
 
-    /// A pipeline setting that cannot work (zero length, zero bucket, ...).
-    #[error("invalid pipeline configuration: {0}")]
-    InvalidConfig(String),
+    /// A setting outside what it can be: a pipeline length, a batching
+    /// limit, a backend name, a device placement.
+    #[error("{option} {value}: {expected}")]
+    InvalidOption {
+        /// The setting, as its builder method or field is called (`max_len`, `batching.max_queue_size`).
+        option: &'static str,
+        /// The value given.
+        value: String,
+        /// What it must be instead, and why.
+        expected: String,
+    },
+
+    /// The model cannot do what was asked: its inputs are not token tensors,
+    /// it has no output of the kind a task needs (logits for `classify`, a
+    /// vocabulary-sized output for `sparse_embed`), or it uses a feature this
+    /// crate does not run.
+    #[error("unsupported model: {reason}")]
+    UnsupportedModel {
+        /// What the model lacks or has, naming its file or tensor where known.
+        reason: String,
+    },
+
+    /// An output was asked for by a name the model (or the response) does not have.
+    #[error("no output '{name}' (there are {available:?})")]
+    NoSuchOutput {
+        /// The name asked for.
+        name: String,
+        /// The names there are.
+        available: Vec<String>,
+    },
+
+    /// A model folder or file lacks a file the model needs (a model file, a
+    /// `tokenizer.json`).
+    #[error("{path} {what}")]
+    MissingFile {
+        /// The folder searched, or the file that is missing.
+        path: PathBuf,
+        /// What is missing and where it was looked for, said of `path`
+        /// (`holds no model file (looked for ...)`, `is missing: ...`).
+        what: String,
+    },
+
+    /// `tokenizers` refused a setting or a template (truncation, a reranker's prompt).
+    #[error("{what}: {source}")]
+    TokenizerSetup {
+        /// The setting or template.
+        what: String,
+        /// What `tokenizers` reported.
+        #[source]
+        source: tokenizers::Error,
+    },
+
+    /// Values do not fill the shape they were given (an output a backend
+    /// returned, logits put together from rows).
+    #[error("{what}: {source}")]
+    ArrayShape {
+        /// The array.
+        what: String,
+        /// What `ndarray` reported.
+        #[source]
+        source: ndarray::ShapeError,
+    },
+
+    /// A call with no texts (or rows) where at least one is needed.
+    #[error("no texts to run: the batch is empty")]
+    EmptyBatch,
+
+    /// An executor outside this crate (a [`Backend`](crate::Backend) of the
+    /// caller's own, a test double) or a set of device instances failed.
+    #[error("{backend}: {source}")]
+    Runtime {
+        /// Which executor.
+        backend: String,
+        /// What failed.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    /// A thread could not be started.
+    #[error("cannot start thread {thread}: {source}")]
+    ThreadSpawn {
+        /// The thread's name (`trt-nlp-batcher`, ...).
+        thread: String,
+        /// What the OS reported.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Parts of this crate disagree (a backend returned without reading its
+    /// outputs, rows left without outputs): a bug to report, not bad input.
+    #[error("internal error: {0}")]
+    Internal(String),
+
+    /// A batch's shape lies outside the ranges the model accepts.
+    #[error("a batch of [{batch}, {seq_len}] is outside the model's range (batch {batch_range:?}, sequence {seq_range:?})")]
+    BatchOutOfRange {
+        /// Rows in the batch.
+        batch: usize,
+        /// Its padded sequence length.
+        seq_len: usize,
+        /// The batch sizes the model accepts.
+        batch_range: RangeInclusive<usize>,
+        /// The sequence lengths the model accepts.
+        seq_range: RangeInclusive<usize>,
+    },
 
     /// A backend cannot run on this machine at all (no CUDA driver for
     /// TensorRT); the model file itself may be fine.
@@ -165,7 +268,7 @@ pub enum Error {
     #[error(transparent)]
     Import(#[from] trt_hf::Error),
 
-    /// A prompt name the model does not define.
+    /// A prompt name the model does not define (the message lists those it has).
     #[error("{0}")]
     UnknownPrompt(String),
 
@@ -188,4 +291,11 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+}
+
+impl Error {
+    /// [`Error::UnsupportedModel`] with `reason`.
+    pub(crate) fn unsupported(reason: impl Into<String>) -> Self {
+        Error::UnsupportedModel { reason: reason.into() }
+    }
 }

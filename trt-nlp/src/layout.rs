@@ -19,17 +19,25 @@ use crate::{Error, InputRole, InputSpec, Result};
 /// of a `[batch, seq, dim]` output, as [`Pooling`] and normalisation say
 /// (a backend adds it so a GPU hands back one row per text).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PooledFrom {
+pub(crate) struct PooledFrom {
     /// The hidden-state output it pools.
-    pub hidden: String,
+    pub(crate) hidden: String,
     /// How.
-    pub pooling: Pooling,
+    pub(crate) pooling: Pooling,
     /// Whether its rows are L2-normalised.
-    pub normalize: bool,
+    pub(crate) normalize: bool,
 }
 
 /// An output tensor of the engine.
+///
+/// ```
+/// use trt_nlp::{ElementType, OutputSpec};
+///
+/// let logits = OutputSpec::new("logits", ElementType::F32, 2);
+/// assert!(!logits.is_pooled());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OutputSpec {
     /// Name.
     pub name: String,
@@ -41,7 +49,20 @@ pub struct OutputSpec {
     /// embedding pooled inside the graph. Such an output stands in for
     /// pooling on the host ([`Selection`](crate::Selection)) and is never one
     /// of the model's own outputs (raw selections, logits).
-    pub pooled: Option<PooledFrom>,
+    pub(crate) pooled: Option<PooledFrom>,
+}
+
+impl OutputSpec {
+    /// One of the model's own outputs.
+    pub fn new(name: impl Into<String>, dtype: ElementType, rank: usize) -> Self {
+        OutputSpec { name: name.into(), dtype, rank, pooled: None }
+    }
+
+    /// Whether the backend added this output: the sentence embedding pooled
+    /// inside the graph ([`ModelLayout::pooled_output`] finds it by pooling).
+    pub fn is_pooled(&self) -> bool {
+        self.pooled.is_some()
+    }
 }
 
 /// The token inputs and outputs of a BERT-like engine, and the shapes every
@@ -76,23 +97,23 @@ impl ModelLayout {
             match t.mode {
                 IoMode::Input => {
                     let role = InputRole::from_name(&t.name).ok_or_else(|| {
-                        Error::InvalidConfig(format!(
+                        Error::unsupported(format!(
                             "engine input '{}' is not a token tensor (expected input_ids, attention_mask or token_type_ids)",
                             t.name
                         ))
                     })?;
                     if t.shape.len() != 2 {
-                        return Err(Error::InvalidConfig(format!(
+                        return Err(Error::unsupported(format!(
                             "engine input '{}' has shape {:?}; token tensors are [batch, sequence]",
                             t.name, t.shape
                         )));
                     }
                     if t.profiles.is_empty() {
-                        return Err(Error::InvalidConfig(format!("engine input '{}' has no optimization profile", t.name)));
+                        return Err(Error::unsupported(format!("engine input '{}' has no optimization profile", t.name)));
                     }
                     for range in &t.profiles {
                         if range.min.len() != 2 || range.max.len() != 2 {
-                            return Err(Error::InvalidConfig(format!(
+                            return Err(Error::unsupported(format!(
                                 "engine input '{}' has a profile range of rank {} ({:?}..{:?})",
                                 t.name,
                                 range.min.len(),
@@ -106,23 +127,23 @@ impl ModelLayout {
                         max_seq = max_seq.min(range.max[1]);
                     }
                     let dtype = ElementType::try_from(t.dtype)
-                        .map_err(|d| Error::InvalidConfig(format!("engine input '{}' is {d}; token tensors are i32 or i64", t.name)))?;
+                        .map_err(|d| Error::unsupported(format!("engine input '{}' is {d}; token tensors are i32 or i64", t.name)))?;
                     inputs.push(InputSpec::new(t.name.clone(), role, dtype)?);
                 }
                 IoMode::Output => {
                     let dtype = ElementType::try_from(t.dtype)
                         .ok()
                         .filter(|d| d.is_float())
-                        .ok_or_else(|| Error::InvalidConfig(format!("engine output '{}' is {}, not a float tensor", t.name, t.dtype)))?;
+                        .ok_or_else(|| Error::unsupported(format!("engine output '{}' is {}, not a float tensor", t.name, t.dtype)))?;
                     outputs.push(OutputSpec { name: t.name.clone(), dtype, rank: t.shape.len(), pooled: None });
                 }
             }
         }
         if !inputs.iter().any(|i| i.role == InputRole::InputIds) {
-            return Err(Error::InvalidConfig("the engine has no input_ids input".into()));
+            return Err(Error::unsupported("the engine has no input_ids input"));
         }
         if max_batch < 1 || max_seq < 1 || min_batch > max_batch || min_seq > max_seq {
-            return Err(Error::InvalidConfig(format!(
+            return Err(Error::unsupported(format!(
                 "the profiles have no batch and sequence length in common (batch {min_batch}..={max_batch}, sequence {min_seq}..={max_seq})"
             )));
         }
@@ -149,16 +170,14 @@ impl ModelLayout {
             i.check_dtype()?;
         }
         if let Some(o) = outputs.iter().find(|o| !o.dtype.is_float()) {
-            return Err(Error::InvalidConfig(format!("model output '{}' is {}, not a float tensor", o.name, o.dtype)));
+            return Err(Error::unsupported(format!("model output '{}' is {}, not a float tensor", o.name, o.dtype)));
         }
         if !inputs.iter().any(|i| i.role == InputRole::InputIds) {
-            return Err(Error::InvalidConfig("the model has no input_ids input".into()));
+            return Err(Error::unsupported("the model has no input_ids input"));
         }
         let (min_batch, max_batch, min_seq, max_seq) = (*batch.start(), *batch.end(), *seq.start(), *seq.end());
         if max_batch < 1 || max_seq < 1 || min_batch > max_batch || min_seq > max_seq {
-            return Err(Error::InvalidConfig(format!(
-                "empty shape range (batch {min_batch}..={max_batch}, sequence {min_seq}..={max_seq})"
-            )));
+            return Err(Error::unsupported(format!("empty shape range (batch {min_batch}..={max_batch}, sequence {min_seq}..={max_seq})")));
         }
         Ok(ModelLayout { inputs, outputs, min_batch: min_batch.max(1), max_batch, min_seq: min_seq.max(1), max_seq })
     }
@@ -168,10 +187,7 @@ impl ModelLayout {
         if (self.min_batch..=self.max_batch).contains(&batch) && (self.min_seq..=self.max_seq).contains(&seq_len) {
             return Ok(());
         }
-        Err(Error::InvalidConfig(format!(
-            "a batch of [{batch}, {seq_len}] is outside the model's range (batch {}..={}, sequence {}..={})",
-            self.min_batch, self.max_batch, self.min_seq, self.max_seq
-        )))
+        Err(Error::BatchOutOfRange { batch, seq_len, batch_range: self.min_batch..=self.max_batch, seq_range: self.min_seq..=self.max_seq })
     }
 
     /// The output of rank `rank` (first such), e.g. 2 for logits, 3 for hidden states.
@@ -179,7 +195,7 @@ impl ModelLayout {
         self.model_outputs().find(|o| o.rank == rank)
     }
 
-    /// The model's own outputs, without those a backend added ([`OutputSpec::pooled`]).
+    /// The model's own outputs, without those a backend added ([`OutputSpec::is_pooled`]).
     pub fn model_outputs(&self) -> impl Iterator<Item = &OutputSpec> {
         self.outputs.iter().filter(|o| o.pooled.is_none())
     }

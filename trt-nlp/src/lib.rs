@@ -4,7 +4,8 @@
 //! | Module | What it does |
 //! |---|---|
 //! | [`TokenizerPipeline`] | Hugging Face `tokenizer.json` → padded `[batch, seq_len]` i32/i64 tensors, written in place, in parallel |
-//! | [`Backend`] | the seam to a model executor: one batch of token tensors in, named outputs out ([`backend`]) |
+//! | [`Backend`] | the seam to a model executor: one batch of token tensors in, named outputs out ([`backend`]); how it runs batches is one [`Capabilities`](backend::Capabilities) value |
+//! | [`Error`] | what went wrong, by kind: bad input, a setting out of range ([`Error::InvalidOption`]), a model that cannot do what was asked ([`Error::UnsupportedModel`]), a runtime failure |
 //! | [`ModelLayout`] | a model's token inputs, float outputs and the batch / sequence ranges it accepts |
 //! | [`TokenizerPipeline::tokenize_pairs`] | text pairs for cross-encoders (segments, `token_type_ids`, [`PairTruncation`]) |
 //! | [`TokenRow`] | one text's tokens, owned: tokenize at one moment ([`TokenizerPipeline::tokenize`]), pack into a batch later ([`TokenizerPipeline::pack`]) |
@@ -115,7 +116,7 @@ pub use buffers::{EncodedBatch, TokenBuffer};
 pub use classifier::{Classifier, Ranked};
 pub use embedder::Embedder;
 pub use error::{Error, Result};
-pub use layout::{ModelLayout, OutputSpec, PooledFrom};
+pub use layout::{ModelLayout, OutputSpec};
 pub use model_folder::{resolve_model, ModelFolder};
 pub use options::HelperOptions;
 pub use parallel::default_threads;

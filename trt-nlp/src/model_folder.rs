@@ -65,6 +65,17 @@ const MODEL_FILES: [&str; 3] = ["model.plan", "model.engine", "model.onnx"];
 impl ModelFolder {
     /// Opens `path`: a folder (its model file is found by name), or a model
     /// file (its folder holds the rest). Missing files are named in the error.
+    /// ```
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-cls3");
+    /// let folder = trt_nlp::ModelFolder::open(path)?;
+    /// assert!(folder.model.ends_with("model.onnx") && folder.tokenizer.ends_with("tokenizer.json"));
+    /// assert_eq!(folder.labels.len(), 3); // config.json's id2label
+    /// assert!(trt_nlp::ModelFolder::open("no/such/folder").is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::open_with(path, None)
     }
@@ -91,8 +102,9 @@ impl ModelFolder {
         }
         let meta = std::fs::metadata(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
         let (dir, model) = if meta.is_dir() {
-            let model = MODEL_FILES.iter().map(|f| path.join(f)).find(|p| p.is_file()).ok_or_else(|| {
-                Error::InvalidConfig(format!("{} holds no model file (looked for {})", path.display(), MODEL_FILES.join(", ")))
+            let model = MODEL_FILES.iter().map(|f| path.join(f)).find(|p| p.is_file()).ok_or_else(|| Error::MissingFile {
+                path: path.to_owned(),
+                what: format!("holds no model file (looked for {})", MODEL_FILES.join(", ")),
             })?;
             (path.to_owned(), model)
         } else {
@@ -111,7 +123,7 @@ impl ModelFolder {
         let hf = trt_hf::HfFolder::open(dir)?;
         let mut folder = Self::with_model(dir.to_owned(), dir.join("onnx").join("model.onnx"), tokenizer.or(Some(hf.tokenizer.clone())))?;
         let unsupported = |what: &str| {
-            Error::InvalidConfig(format!(
+            Error::unsupported(format!(
                 "{}: {what} needs the graph written from the weights (model.safetensors); onnx/model.onnx is used with mean or CLS pooling alone",
                 dir.display()
             ))
@@ -134,10 +146,10 @@ impl ModelFolder {
     pub fn with_model(dir: PathBuf, model: PathBuf, tokenizer: Option<PathBuf>) -> Result<Self> {
         let tokenizer = tokenizer.unwrap_or_else(|| dir.join("tokenizer.json"));
         if !tokenizer.is_file() {
-            return Err(Error::InvalidConfig(format!(
-                "{} is missing: a tokenizer.json beside the model, or one given (--tokenizer)",
-                tokenizer.display()
-            )));
+            return Err(Error::MissingFile {
+                path: tokenizer,
+                what: "missing: a tokenizer.json beside the model, or one given (--tokenizer)".into(),
+            });
         }
         let config = dir.join("config.json");
         let (labels, max_positions) = if config.is_file() {
@@ -203,6 +215,16 @@ fn ships_onnx_only(dir: &Path) -> bool {
 /// Where `model` is: the path itself when it exists, else, when it reads
 /// `org/name[@revision]`, its snapshot in the local HuggingFace cache
 /// ([`trt_hf::hub`]; nothing is downloaded). The error names both places.
+/// ```
+/// # fn main() -> trt_nlp::Result<()> {
+/// # // A small random-weight model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+/// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+/// assert_eq!(trt_nlp::resolve_model(path)?, std::path::Path::new(path)); // a path that exists is itself
+/// // `org/name` is looked up in the local HuggingFace cache; nothing is downloaded.
+/// assert!(trt_nlp::resolve_model("no-such-org/no-such-model").is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub fn resolve_model(model: &str) -> Result<PathBuf> {
     let path = Path::new(model);
     if path.exists() {

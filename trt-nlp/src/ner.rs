@@ -298,6 +298,23 @@ impl TextModel {
     /// `[batch, sequence, labels]` (an imported `*ForTokenClassification`
     /// checkpoint). Texts longer than the model's limit are cut; their
     /// tokens past it are not labelled.
+    /// ```
+    /// use trt_nlp::ner::Aggregation;
+    /// use trt_nlp::TextModel;
+    ///
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight BertForTokenClassification (PER, ORG, LOC, MISC) (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-ner");
+    /// let model = TextModel::open(path)?;
+    /// let entities = model.token_classify(&["Ada Lovelace worked with Charles Babbage in London."], Aggregation::Simple)?;
+    /// assert_eq!(entities.len(), 1); // one list per text
+    /// for e in &entities[0] {
+    ///     assert_ne!(e.label, "O");
+    ///     assert!(e.start <= e.end && (0.0..=1.0).contains(&e.score));
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn token_classify<S: AsRef<str> + Sync>(&self, texts: &[S], strategy: Aggregation) -> Result<Vec<Vec<Entity>>> {
         let tokenized = self.ner_rows(texts)?;
         let selection = self.select(&["logits"])?;
@@ -324,7 +341,9 @@ impl TextModel {
     /// unless the model's `logits` are `[batch, sequence, labels]`.
     pub fn ner_rows<S: AsRef<str>>(&self, texts: &[S]) -> Result<NerRows> {
         if !self.layout().model_outputs().any(|o| o.name == "logits" && o.rank == 3) {
-            return Err(Error::InvalidConfig("token classification needs a [batch, sequence, labels] output called logits".into()));
+            return Err(Error::UnsupportedModel {
+                reason: "token classification needs a [batch, sequence, labels] output called logits".into(),
+            });
         }
         let tokenizer = self.pipeline().tokenizer();
         let encodings = texts
@@ -348,12 +367,11 @@ impl TextModel {
         strategy: Aggregation,
     ) -> Result<Vec<Vec<Entity>>> {
         if texts.len() != tokenized.rows.len() || logits.len() != texts.len() {
-            return Err(Error::InvalidConfig(format!(
-                "{} texts, {} token rows and {} logits rows: one of each per text",
-                texts.len(),
-                tokenized.rows.len(),
-                logits.len()
-            )));
+            return Err(Error::Shape {
+                what: "texts, token rows and logits rows (one of each per text)",
+                expected: vec![texts.len(); 3],
+                got: vec![texts.len(), tokenized.rows.len(), logits.len()],
+            });
         }
         let tokenizer = self.pipeline().tokenizer();
         let labels = self.labels().len().max(1);

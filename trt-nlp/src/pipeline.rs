@@ -219,23 +219,39 @@ impl PipelineBuilder {
         // truncation length even when they are not added: below them it overflows
         // (a panic in debug builds; found by fuzzing).
         if self.truncation == Truncation::Truncate && max_len < declared {
-            return Err(Error::InvalidConfig(format!(
-                "max_len {max_len} is below the {declared} special tokens of the tokenizer's post-processor, \
-                 which tokenizers cannot truncate to (use Truncation::Reject or a larger max_len)"
-            )));
+            return Err(Error::InvalidOption {
+                option: "max_len",
+                value: max_len.to_string(),
+                expected: format!(
+                    "at least the {declared} special tokens of the tokenizer's post-processor, \
+                     which tokenizers cannot truncate below (or Truncation::Reject)"
+                ),
+            });
         }
         // max_len == added would make tokenizers truncate to length 0, which it treats as "no limit".
         if max_len <= added {
-            return Err(Error::InvalidConfig(format!("max_len {max_len} leaves no room for text after {added} special tokens")));
+            return Err(Error::InvalidOption {
+                option: "max_len",
+                value: max_len.to_string(),
+                expected: format!("more than the {added} special tokens, to leave room for text"),
+            });
         }
         if self.min_len > max_len {
-            return Err(Error::InvalidConfig(format!("min_len {} exceeds max_len {max_len}", self.min_len)));
+            return Err(Error::InvalidOption {
+                option: "min_len",
+                value: self.min_len.to_string(),
+                expected: format!("at most max_len {max_len}"),
+            });
         }
         if let Padding::Bucket(0) = self.padding {
-            return Err(Error::InvalidConfig("bucket size 0".into()));
+            return Err(Error::InvalidOption {
+                option: "padding",
+                value: "Bucket(0)".into(),
+                expected: "a bucket size of at least 1".into(),
+            });
         }
         if self.threads == Some(0) {
-            return Err(Error::InvalidConfig("0 threads".into()));
+            return Err(Error::InvalidOption { option: "threads", value: "0".into(), expected: "at least 1".into() });
         }
 
         let file_padding = tokenizer.get_padding().cloned();
@@ -253,7 +269,7 @@ impl PipelineBuilder {
         let untruncated = match self.truncation {
             Truncation::Truncate => {
                 let mut full = tokenizer.clone();
-                full.with_truncation(None).map_err(|e| Error::InvalidConfig(format!("truncation: {e}")))?;
+                full.with_truncation(None).map_err(|source| Error::TokenizerSetup { what: "truncation".into(), source })?;
                 Some(full)
             }
             Truncation::Reject => None,
@@ -268,7 +284,7 @@ impl PipelineBuilder {
             // Encode in full so the error can give the real token count.
             Truncation::Reject => None,
         };
-        tokenizer.with_truncation(truncation).map_err(|e| Error::InvalidConfig(format!("truncation: {e}")))?;
+        tokenizer.with_truncation(truncation).map_err(|source| Error::TokenizerSetup { what: "truncation".into(), source })?;
 
         let max_id = tokenizer.get_vocab(true).into_values().max().unwrap_or(0).max(pad.id);
         let fast = if self.fast_path { FastWordPiece::new(&tokenizer, self.add_special_tokens) } else { None };
@@ -317,6 +333,20 @@ pub struct TokenizerPipeline {
 impl TokenizerPipeline {
     /// Settings for a pipeline whose rows are at most `max_len` tokens (the
     /// engine profile's maximum sequence length).
+    /// ```
+    /// use trt_nlp::{Error, Padding, TokenizerPipeline};
+    ///
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # let tokenizer_json = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub/tokenizer.json");
+    /// let pipeline = TokenizerPipeline::builder(64).padding(Padding::Bucket(8)).threads(2).from_file(tokenizer_json)?;
+    /// let rows = pipeline.tokenize(&["Hello there."])?;
+    /// assert!(rows[0].len() <= 64);
+    /// // A setting that cannot work is refused by name.
+    /// let e = TokenizerPipeline::builder(64).threads(0).from_file(tokenizer_json).unwrap_err();
+    /// assert!(matches!(e, Error::InvalidOption { option: "threads", .. }));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn builder(max_len: usize) -> PipelineBuilder {
         PipelineBuilder {
             max_len,

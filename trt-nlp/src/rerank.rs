@@ -54,26 +54,23 @@ impl TextModel {
         instruction: Option<&str>,
         max_length: Option<usize>,
     ) -> Result<Vec<TokenRow>> {
-        let format =
-            self.head().rerank.as_ref().ok_or_else(|| {
-                Error::InvalidConfig("the model is not a causal-LM reranker (its import records no prompt format)".into())
-            })?;
+        let format = self.head().rerank.as_ref().ok_or_else(|| Error::UnsupportedModel {
+            reason: "the model is not a causal-LM reranker (its import records no prompt format)".into(),
+        })?;
         let instruction = instruction.unwrap_or(&format.instruction);
         let max_length = max_length.unwrap_or(format.max_length).min(self.max_seq());
         let mut tokenizer = self.pipeline().tokenizer().clone();
-        let bad = |e: tokenizers::Error| Error::InvalidConfig(format!("reranker prompt: {e}"));
+        let bad = |source: tokenizers::Error| Error::TokenizerSetup { what: "reranker prompt".into(), source };
         tokenizer.with_truncation(None).map_err(bad)?;
         let bare = |t: &tokenizers::Tokenizer, text: &str| {
             t.encode_fast(text, false).map(|e| e.get_ids().to_vec()).map_err(|source| Error::Tokenize { index: 0, source })
         };
         let prefix = bare(&tokenizer, &format.prefix)?;
         let suffix = bare(&tokenizer, &format.suffix)?;
-        let room = max_length.checked_sub(prefix.len() + suffix.len()).filter(|&r| r > 0).ok_or_else(|| {
-            Error::InvalidConfig(format!(
-                "a reranker length of {max_length} tokens leaves no room between its prefix ({}) and suffix ({})",
-                prefix.len(),
-                suffix.len()
-            ))
+        let room = max_length.checked_sub(prefix.len() + suffix.len()).filter(|&r| r > 0).ok_or_else(|| Error::InvalidOption {
+            option: "max_length",
+            value: max_length.to_string(),
+            expected: format!("more than the reranker prompt's prefix ({}) and suffix ({}) tokens", prefix.len(), suffix.len()),
         })?;
         let truncation = TruncationParams {
             max_length: room,
@@ -98,6 +95,17 @@ impl TextModel {
 
     /// `P(yes)` of each of `docs` for `query` ([`rerank_rows`](Self::rerank_rows)
     /// at the format's length), in their order.
+    /// ```
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight Qwen3-Reranker (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/qwen3-reranker");
+    /// let model = trt_nlp::TextModel::open(path)?;
+    /// let p = model.rerank_scores("What is the capital of France?", &["Paris is its capital.", "Bananas are yellow."], None)?;
+    /// assert_eq!(p.len(), 2);
+    /// assert!(p.iter().all(|p| (0.0..=1.0).contains(p)));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn rerank_scores<S: AsRef<str>>(&self, query: &str, docs: &[S], instruction: Option<&str>) -> Result<Vec<f32>> {
         let rows = self.rerank_rows(query, docs, instruction, None)?;
         let selection = self.logits()?;

@@ -28,9 +28,21 @@ impl TextModel {
     /// default prompt before each where it has one (as
     /// sentence-transformers' `SparseEncoder.encode`). The model must have a
     /// `[batch, vocab]` output called `sparse` (an imported SPLADE folder).
+    /// ```
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight SPLADE model made by sentence-transformers (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/splade");
+    /// let model = trt_nlp::TextModel::open(path)?;
+    /// let vectors = model.sparse_embed(&["sparse retrieval with SPLADE"])?;
+    /// let v = &vectors[0];
+    /// assert!(v.windows(2).all(|w| w[0].0 < w[1].0), "by token id");
+    /// assert!(v.iter().all(|&(_, w)| w > 0.0), "SPLADE's weights are log(1 + relu(x)): only positive ones are kept");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn sparse_embed<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<Vec<SparseVector>> {
         if !self.layout().model_outputs().any(|o| o.name == SPARSE && o.rank == 2) {
-            return Err(Error::InvalidConfig(format!("sparse embeddings need a [batch, vocab] output called {SPARSE}")));
+            return Err(Error::UnsupportedModel { reason: format!("sparse embeddings need a [batch, vocab] output called {SPARSE}") });
         }
         let prefix = self.head().prompts.text(None)?;
         let prompted: Vec<String> = texts.iter().map(|t| format!("{prefix}{}", t.as_ref())).collect();

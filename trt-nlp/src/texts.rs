@@ -38,7 +38,7 @@ pub(crate) fn for_each_batch<S: AsRef<str> + Sync>(
     let mut order: Vec<usize> = (0..texts.len()).collect();
     order.sort_by_key(|&i| texts[i].as_ref().len());
     let chunks: Vec<&[usize]> = order.chunks(layout.max_batch.max(1)).collect();
-    in_parallel(chunks.len(), backend.instances(), |c| {
+    in_parallel(chunks.len(), backend.capabilities().instances, |c| {
         let rows = chunks[c];
         let mut batch_texts: Vec<&str> = Vec::with_capacity(rows.len().max(layout.min_batch));
         batch_texts.extend(rows.iter().map(|&i| texts[i].as_ref()));
@@ -63,7 +63,7 @@ pub(crate) fn for_each_row_batch(
     let mut order: Vec<usize> = (0..rows.len()).collect();
     order.sort_by_key(|&i| rows[i].len());
     let chunks: Vec<&[usize]> = order.chunks(layout.max_batch.max(1)).collect();
-    in_parallel(chunks.len(), backend.instances(), |c| {
+    in_parallel(chunks.len(), backend.capabilities().instances, |c| {
         let chunk = chunks[c];
         let mut batch: Vec<&TokenRow> = chunk.iter().map(|&i| &rows[i]).collect();
         while batch.len() < layout.min_batch {
@@ -134,7 +134,7 @@ mod tests {
         let err = in_parallel(1000, 3, |i| {
             started.fetch_add(1, Ordering::Relaxed);
             if i == 5 {
-                return Err(Error::InvalidConfig("job 5".into()));
+                return Err(Error::Internal("job 5".into()));
             }
             std::thread::sleep(std::time::Duration::from_micros(200));
             Ok(())

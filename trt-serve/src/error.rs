@@ -113,7 +113,16 @@ impl axum::response::IntoResponse for ServeError {
 }
 
 impl From<trt_nlp::Error> for ServeError {
+    /// What the client sent wrong (a text, a prompt name, a tensor) is a 4xx
+    /// naming it; everything else is the server's failure (500).
     fn from(e: trt_nlp::Error) -> Self {
-        ServeError::Internal(e.to_string())
+        use trt_nlp::Error as E;
+        match e {
+            E::TooLong { .. } => ServeError::TooLarge(e.to_string()),
+            E::Tokenize { .. } | E::InvalidTokens(_) | E::EmptyBatch | E::UnknownPrompt(_) | E::Tensor { .. } => {
+                ServeError::invalid(e.to_string())
+            }
+            e => ServeError::Internal(e.to_string()),
+        }
     }
 }

@@ -67,7 +67,7 @@ impl TensorBackend for DeclaringOnly {
         1
     }
     fn run(&self, _: &[(&str, &Tensor)], _: &[&str]) -> trt_nlp::Result<Vec<Tensor>> {
-        Err(trt_nlp::Error::InvalidConfig("the declaring-only test double does not run".into()))
+        Err(trt_nlp::Error::Runtime { backend: "test double".into(), source: "the declaring-only test double does not run".into() })
     }
 }
 

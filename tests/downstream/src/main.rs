@@ -9,7 +9,7 @@ use trt_nlp::{Embedder, HelperOptions};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let folder = std::env::args().nth(1).ok_or("usage: trt-downstream MODEL_FOLDER TEXT...")?;
     let texts: Vec<String> = std::env::args().skip(2).collect();
-    let mut backend = BackendOptions { max_batch: 8, ..Default::default() };
+    let mut backend = BackendOptions::default().with_max_batch(8);
     backend.onnxruntime.provider = Provider::Cpu;
     let embedder = Embedder::open(folder, BackendChoice::OnnxRuntime, &backend, &HelperOptions::default())?;
     let rows = embedder.embed(&texts)?;

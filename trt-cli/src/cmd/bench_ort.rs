@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
-use trt_nlp::backend::Backend;
+use trt_nlp::backend::{Backend, BackendOptions};
 use trt_nlp::{ModelFolder, Padding, TokenRow, TokenizerPipeline};
 use trt_onnx::runtime::Provider;
 
@@ -39,12 +39,16 @@ pub fn run(args: &Args, model: &Path, provider: Provider) -> Result<Measured> {
     }
     let folder = ModelFolder::open(model).map_err(|e| naming(model, e))?;
     let (batch, seq) = (args.batch.unwrap_or(DEFAULT_BATCH) as usize, args.seq.unwrap_or(DEFAULT_SEQ) as usize);
-    let mut options = OrtBackendOptions { sessions: 1, provider, max_batch: batch, max_seq: seq, ..OrtBackendOptions::default() };
+    let mut options = BackendOptions::default()
+        .with_instances(1)
+        .with_max_batch(batch)
+        .with_max_seq(seq)
+        .with_onnxruntime(OrtBackendOptions::default().with_provider(provider));
     if let Some(p) = folder.max_positions {
         options.max_seq = options.max_seq.min(p);
     }
     if args.graphs {
-        options.cuda_graph_max_batch = batch;
+        options.onnxruntime.cuda_graph_max_batch = batch;
     }
     let backend = OrtBackend::new(&folder.model, &options).map_err(|e| naming(&folder.model, e))?;
     let layout = backend.layout().clone();

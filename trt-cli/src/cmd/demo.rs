@@ -30,9 +30,9 @@ use std::sync::Arc;
 
 use trt::{Builder, CacheOutcome, EngineCache, ProfileSpec, ShapeRange};
 use trt_hf::{ImportOptions, Precision};
-use trt_nlp::backend::onnxruntime::{OrtBackend, OrtBackendOptions};
+use trt_nlp::backend::onnxruntime::OrtBackend;
 use trt_nlp::backend::tensorrt::TensorRtBackend;
-use trt_nlp::backend::Backend;
+use trt_nlp::backend::{Backend, BackendOptions};
 use trt_nlp::{Head, HelperOptions, ModelFolder, TextModel};
 
 use crate::cmd::inspect::{self, OnnxInfo};
@@ -158,7 +158,7 @@ pub fn run(args: Args) -> Result<()> {
         let max_seq = folder.imported.as_ref().map_or(256, |d| d.max_seq_length);
         let backend: Arc<dyn Backend> = match (engine, device) {
             (Some(engine), Some(device)) => Arc::new(TensorRtBackend::new(engine, device, 1)?),
-            _ => Arc::new(OrtBackend::new(onnx, &OrtBackendOptions { max_seq, ..OrtBackendOptions::default() })?),
+            _ => Arc::new(OrtBackend::new(onnx, &BackendOptions::default().with_max_seq(max_seq))?),
         };
         let why = if backend.name() == "tensorrt" { String::new() } else { " (TensorRT cannot run the engine here, see above)".into() };
         emit(&format!("\n{label} on {}{why}:\n", backend.name()));

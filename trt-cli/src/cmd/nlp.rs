@@ -136,7 +136,7 @@ fn folder(args: &ModelArgs, labels: Option<&Path>) -> Result<ModelFolder> {
 
 /// The backend for the folder's model, announced on stderr.
 pub fn backend(folder: &ModelFolder, choice: BackendChoice, instances: usize) -> Result<Arc<dyn Backend>> {
-    let options = BackendOptions { engine_cache: crate::locate::engine_cache(), instances: instances.max(1), ..Default::default() };
+    let options = BackendOptions::default().with_engine_cache(crate::locate::engine_cache()).with_instances(instances.max(1));
     let backend = folder.backend(choice, &options).map_err(|e| CliError::new(format!("{}: {e}", folder.model.display())))?;
     eprintln!("backend: {} ({})", backend.name(), folder.model.display());
     Ok(backend)

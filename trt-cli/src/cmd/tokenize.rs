@@ -66,7 +66,7 @@ impl Tokenizer {
             None => TokenizerPipeline::builder(UNLIMITED).truncation(Truncation::Reject),
         };
         let pipeline = builder.padding(Padding::Longest).from_file(path).map_err(|e| match (e, max_len) {
-            (e @ trt_nlp::Error::InvalidConfig(_), Some(n)) => CliError::new(format!("--max-len {n}: {e}")),
+            (e @ trt_nlp::Error::InvalidOption { option: "max_len", .. }, Some(n)) => CliError::new(format!("--max-len {n}: {e}")),
             (e, _) => e.into(),
         })?;
         Ok(Tokenizer { pipeline, ids: Vec::new(), mask: Vec::new() })

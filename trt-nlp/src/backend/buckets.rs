@@ -3,7 +3,7 @@
 //! and each bucket gets its own graph.
 //!
 //! - Sequence: the pipeline pads rows to a multiple of the backend's
-//!   [`sequence_multiple`](super::Backend::sequence_multiple) (8 where an
+//!   [`sequence_multiple`](super::Capabilities::sequence_multiple) (8 where an
 //!   executor specialises per shape: TensorRT's kernels, CUDA graphs), so
 //!   the sequence length is already a bucket.
 //! - Batch: the next power of two, at most the model's largest batch.

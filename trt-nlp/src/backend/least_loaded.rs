@@ -28,13 +28,13 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::{Backend, Fill, Read};
+use super::{Backend, Capabilities, Fill, Read};
 use crate::{Error, ModelLayout, Result};
 
 /// One backend opened on one device, as a member of a [`LeastLoaded`].
 #[derive(Debug, Clone)]
 pub struct DeviceInstance {
-    /// The backend (its [`instances`](Backend::instances) are this member's share).
+    /// The backend (its [`instances`](super::Capabilities::instances) are this member's share).
     pub backend: Arc<dyn Backend>,
     /// The device's UUID (`GPU-...`, Triton's `gpu_uuid` label) where the
     /// backend runs on a GPU whose UUID is known; `None` otherwise.
@@ -117,22 +117,27 @@ impl LeastLoaded {
     /// executor. Fails on an empty list or a member that differs.
     pub fn new(members: Vec<DeviceInstance>) -> Result<Self> {
         let Some(first) = members.first() else {
-            return Err(Error::InvalidConfig("a model placed on no device instance".into()));
+            return Err(Error::InvalidOption { option: "placement", value: "[]".into(), expected: "at least one device instance".into() });
         };
         let layout = first.backend.layout().clone();
         let name = first.backend.name().to_string();
         for (i, m) in members.iter().enumerate().skip(1) {
             if m.backend.layout() != &layout {
-                return Err(Error::InvalidConfig(format!(
-                    "device instance {i} has another layout than instance 0 ({:?} vs {layout:?}): one model per placement",
-                    m.backend.layout()
-                )));
+                return Err(Error::InvalidOption {
+                    option: "placement",
+                    value: format!("device instance {i} with layout {:?}", m.backend.layout()),
+                    expected: format!("instance 0's layout {layout:?}: one model per placement"),
+                });
             }
             if m.backend.name() != name {
-                return Err(Error::InvalidConfig(format!("device instance {i} runs on {}, instance 0 on {name}", m.backend.name())));
+                return Err(Error::InvalidOption {
+                    option: "placement",
+                    value: format!("device instance {i} on {}", m.backend.name()),
+                    expected: format!("instance 0's executor, {name}"),
+                });
             }
         }
-        let instances = members.iter().map(|m| m.backend.instances().max(1)).collect();
+        let instances = members.iter().map(|m| m.backend.capabilities().instances.max(1)).collect();
         let loads = vec![Load::default(); members.len()];
         Ok(LeastLoaded { members, instances, layout, name, state: Mutex::new(State { loads, cursor: 0 }) })
     }
@@ -201,20 +206,9 @@ impl Backend for LeastLoaded {
         &self.layout
     }
 
-    fn instances(&self) -> usize {
-        self.instances.iter().sum()
-    }
-
-    fn parallel_instances(&self) -> bool {
-        self.members[0].backend.parallel_instances()
-    }
-
-    fn devices(&self) -> usize {
-        self.members.len()
-    }
-
-    fn sequence_multiple(&self) -> usize {
-        self.members[0].backend.sequence_multiple()
+    fn capabilities(&self) -> Capabilities {
+        let first = self.members[0].backend.capabilities();
+        Capabilities { instances: self.instances.iter().sum(), devices: self.members.len(), ..first }
     }
 
     /// Usable while any member is: one GPU's failure leaves the model served by the others.
@@ -224,11 +218,14 @@ impl Backend for LeastLoaded {
             match m.backend.health() {
                 Ok(()) => return Ok(()),
                 Err(e) => {
-                    first_error.get_or_insert(Error::InvalidConfig(format!("every device instance is unusable; instance {i}: {e}")));
+                    first_error.get_or_insert(Error::Runtime {
+                        backend: format!("every device instance is unusable; instance {i}"),
+                        source: Box::new(e),
+                    });
                 }
             }
         }
-        Err(first_error.unwrap_or_else(|| Error::InvalidConfig("no device instance".into())))
+        Err(first_error.unwrap_or_else(|| Error::Internal("a placement with no device instance".into())))
     }
 
     fn run(&self, fill: &mut Fill<'_>, read: &mut Read<'_>) -> Result<()> {

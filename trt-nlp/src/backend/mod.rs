@@ -25,7 +25,7 @@ use ndarray::{ArrayD, ArrayViewD, Axis, Slice};
 
 use crate::{BatchLayout, EncodedBatch, FloatElement, ModelLayout, Result};
 
-pub mod buckets;
+pub(crate) mod buckets;
 #[cfg(feature = "onnxruntime")]
 mod capture;
 mod least_loaded;
@@ -135,11 +135,10 @@ impl<'a> Outputs<'a> {
 
     /// The output called `name`.
     pub fn get(&self, name: &str) -> Result<&OutputView<'a>> {
-        self.tensors
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v)
-            .ok_or_else(|| crate::Error::InvalidConfig(format!("the model produced no output '{name}'")))
+        self.tensors.iter().find(|(n, _)| *n == name).map(|(_, v)| v).ok_or_else(|| crate::Error::NoSuchOutput {
+            name: name.into(),
+            available: self.tensors.iter().map(|(n, _)| n.to_string()).collect(),
+        })
     }
 
     /// Every output, in the model's order.
@@ -156,12 +155,97 @@ pub type Fill<'f> = dyn FnMut(&mut EncodedBatch<'_>) -> Result<BatchLayout> + 'f
 /// Reads one batch's outputs while they are still in the backend's buffers.
 pub type Read<'f> = dyn FnMut(&BatchLayout, &Outputs<'_>) -> Result<()> + 'f;
 
+/// How a [`Backend`] runs batches: what the batching scheduler and the text
+/// helpers plan with. Build one with [`Capabilities::new`] and the `with_*`
+/// methods (the struct may gain fields).
+///
+/// ```
+/// use trt_nlp::backend::Capabilities;
+///
+/// // Four CPU sessions, each with threads of its own.
+/// let caps = Capabilities::new(4).with_parallel_instances(true);
+/// assert_eq!((caps.instances, caps.devices, caps.sequence_multiple), (4, 1, 1));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// How many batches can run at once (execution contexts, sessions).
+    pub instances: usize,
+    /// Whether the instances compute side by side on resources of their own
+    /// (CPU sessions, each with its own threads), so that a batch costs about
+    /// the sum of its rows and idle instances are idle hardware; `false` when
+    /// they share one device (TensorRT contexts on one GPU). The batcher
+    /// spreads queued rows over parallel instances.
+    pub parallel_instances: bool,
+    /// Devices the instances are spread over, each running its batches
+    /// independently of the others (a [`LeastLoaded`] over several GPUs).
+    /// Where instances share a device, the batcher counts that device idle
+    /// only while nothing runs on it, so with several it cuts a batch at once
+    /// while fewer batches run than there are devices.
+    pub devices: usize,
+    /// The multiple that padded sequence lengths should round up to (the
+    /// text helpers' default bucket): fewer distinct shapes where an executor
+    /// specializes per shape (8 for TensorRT, CUDA graphs), 1 where padding
+    /// is only wasted work (ONNX Runtime on a CPU).
+    pub sequence_multiple: usize,
+}
+
+impl Default for Capabilities {
+    /// One instance on one device, not parallel, no padding multiple.
+    fn default() -> Self {
+        Capabilities::new(1)
+    }
+}
+
+impl Capabilities {
+    /// `instances` instances sharing one device, no padding multiple.
+    pub const fn new(instances: usize) -> Self {
+        Capabilities { instances, parallel_instances: false, devices: 1, sequence_multiple: 1 }
+    }
+
+    /// With [`parallel_instances`](Self::parallel_instances) set.
+    pub const fn with_parallel_instances(mut self, parallel: bool) -> Self {
+        self.parallel_instances = parallel;
+        self
+    }
+
+    /// With [`devices`](Self::devices) set.
+    pub const fn with_devices(mut self, devices: usize) -> Self {
+        self.devices = devices;
+        self
+    }
+
+    /// With [`sequence_multiple`](Self::sequence_multiple) set.
+    pub const fn with_sequence_multiple(mut self, multiple: usize) -> Self {
+        self.sequence_multiple = multiple;
+        self
+    }
+}
+
 /// A model executor: one batch of token tensors in, named float outputs out.
 ///
 /// Implementations are `Send + Sync` and `run` may be called from many
 /// threads at once: each call takes one of the backend's
-/// [`instances`](Backend::instances) (an execution context, a session) and
+/// [`instances`](Capabilities::instances) (an execution context, a session) and
 /// blocks while none is free.
+///
+/// The ONNX Runtime backend on the committed test model, one batch of two texts:
+///
+/// ```
+/// use std::sync::Arc;
+/// use trt_nlp::backend::{self, BackendChoice, BackendOptions};
+/// use trt_nlp::{Backend, TextModel};
+///
+/// # fn main() -> trt_nlp::Result<()> {
+/// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+/// let model = TextModel::builder(model).backend(BackendChoice::OnnxRuntime).build()?;
+/// let backend: &Arc<dyn Backend> = model.backend();
+/// assert_eq!(backend.name(), "onnxruntime");
+/// assert_eq!(backend.capabilities().instances, 1);
+/// backend.health()?;
+/// # Ok(())
+/// # }
+/// ```
 pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Which executor this is, for logs and metrics (`"tensorrt"`, `"onnxruntime"`).
     fn name(&self) -> &str;
@@ -169,39 +253,15 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// The model's token inputs, outputs and the batch and sequence ranges it accepts.
     fn layout(&self) -> &ModelLayout;
 
-    /// How many batches can run at once.
-    fn instances(&self) -> usize;
-
-    /// Whether the instances compute side by side on resources of their own
-    /// (CPU sessions, each with its own threads), so that a batch costs about
-    /// the sum of its rows and idle instances are idle hardware; `false`
-    /// (default) when they share one device (TensorRT contexts on one GPU).
-    /// The batcher spreads queued rows over parallel instances.
-    fn parallel_instances(&self) -> bool {
-        false
-    }
-
-    /// Devices the instances are spread over, each running its batches
-    /// independently of the others (a [`LeastLoaded`] over several GPUs).
-    /// Where instances share a device, the batcher counts that device idle
-    /// only while nothing runs on it, so with several it cuts a batch at once
-    /// while fewer batches run than there are devices. Default 1.
-    fn devices(&self) -> usize {
-        1
-    }
+    /// How it runs batches: how many at once, on how many devices, and the
+    /// padding it prefers. The scheduler and the text helpers read it.
+    fn capabilities(&self) -> Capabilities;
 
     /// Per device instance, its work so far (a [`LeastLoaded`] reports one
     /// entry per member, with the GPU's UUID); empty (default) for a backend
     /// that is not placed over device instances.
     fn device_instances(&self) -> Vec<DeviceInstanceStats> {
         Vec::new()
-    }
-
-    /// The multiple that padded sequence lengths should round up to (the
-    /// text helpers' default bucket): fewer distinct shapes where an executor
-    /// specializes per shape, none where padding is only wasted work. Default 1.
-    fn sequence_multiple(&self) -> usize {
-        1
     }
 
     /// Whether the backend can run a batch now (the device and the model are usable).

@@ -18,30 +18,31 @@ use trt_cuda::{HostWait, Pool};
 use trt_onnx::runtime::{ElementType as OrtType, InputTensor, OutputRef, Session, SessionOptions, TensorInfo};
 
 use crate::backend::ort_cuda::CudaStaging;
-use crate::backend::{Backend, Fill, OutputView, Outputs, Read};
+use crate::backend::{Backend, BackendOptions, Capabilities, Fill, OutputView, Outputs, Read};
 use crate::layout::{OutputSpec, PooledFrom};
 use crate::{ElementType, EncodedBatch, Error, InputRole, InputSpec, ModelLayout, Pooling, Result};
 
-pub use trt_onnx::runtime::{cuda_device_count, cuda_usable, BoundTensor, Optimization, Provider};
+pub use trt_onnx::runtime::{cuda_device_count, cuda_usable, Optimization, Provider};
+// Hidden: what `OrtBackend::bindings` reports, for the workspace's GPU test
+// (tests/nlp_cuda.rs) that checks IO bindings are made once per shape; no
+// user needs to name it.
+#[doc(hidden)]
+pub use trt_onnx::runtime::BoundTensor;
 
-/// How the ONNX Runtime backend runs.
+/// How the ONNX Runtime backend runs, beyond what every backend takes
+/// ([`BackendOptions`]: its `instances` are the sessions, its `max_batch` and
+/// `max_seq` the limits where the model does not fix them).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OrtBackendOptions {
-    /// Sessions (batches that run at once). Default 1.
-    pub sessions: usize,
     /// Intra-op threads per session (0: ONNX Runtime's default, one per core).
     pub intra_threads: usize,
-    /// Largest batch, where the model does not fix it. Default 32.
-    pub max_batch: usize,
-    /// Longest sequence, where the model does not fix it. Default 512 (BERT's
-    /// position table; a model folder passes its `max_position_embeddings`).
-    pub max_seq: usize,
     /// Execution provider. Default: CUDA where the library has it, else CPU.
     pub provider: Provider,
     /// Graph optimization level. Default: all.
     pub optimization: Optimization,
     /// On CUDA: batches of up to this many rows run as CUDA graphs, one per
-    /// (batch, sequence) bucket ([`buckets`](super::buckets)); 0 (default): none.
+    /// (batch, sequence) bucket (the batch rounded up to a power of two); 0 (default): none.
     /// The pipeline then pads sequences to multiples of 8 (fewer graphs).
     pub cuda_graph_max_batch: usize,
     /// On CUDA: batches above the CUDA-graph limit also run at their batch
@@ -75,7 +76,16 @@ pub struct OrtBackendOptions {
 }
 
 /// How [`OrtBackendOptions::graph_pooling`] pools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// ```
+/// use trt_nlp::backend::onnxruntime::GraphPooling;
+/// use trt_nlp::Pooling;
+///
+/// let pooled = GraphPooling::new(Pooling::Mean, true).with_on_cpu(true);
+/// assert!(pooled.normalize && pooled.on_cpu);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct GraphPooling {
     /// Mean or first token (what the model folder's pooling says).
     pub pooling: Pooling,
@@ -86,16 +96,24 @@ pub struct GraphPooling {
     pub on_cpu: bool,
 }
 
+impl GraphPooling {
+    /// `pooling`, normalised if `normalize`, on a GPU only.
+    pub const fn new(pooling: Pooling, normalize: bool) -> Self {
+        GraphPooling { pooling, normalize, on_cpu: false }
+    }
+
+    crate::options::setters! {
+        on_cpu: bool => with_on_cpu;
+    }
+}
+
 /// The name of the output [`OrtBackendOptions::graph_pooling`] adds.
 pub const GRAPH_POOLED_OUTPUT: &str = "trt_nlp_sentence_embedding";
 
 impl Default for OrtBackendOptions {
     fn default() -> Self {
         OrtBackendOptions {
-            sessions: 1,
             intra_threads: 0,
-            max_batch: 32,
-            max_seq: 512,
             provider: Provider::Auto,
             optimization: Optimization::All,
             cuda_graph_max_batch: 0,
@@ -108,6 +126,17 @@ impl Default for OrtBackendOptions {
 }
 
 impl OrtBackendOptions {
+    crate::options::setters! {
+        intra_threads: usize => with_intra_threads;
+        provider: Provider => with_provider;
+        optimization: Optimization => with_optimization;
+        cuda_graph_max_batch: usize => with_cuda_graph_max_batch;
+        cuda_row_buckets: bool => with_cuda_row_buckets;
+        cuda_memory_limit: Option<usize> => with_cuda_memory_limit;
+        graph_pooling: Option<GraphPooling> => with_graph_pooling;
+        cuda_host_wait: HostWait => with_cuda_host_wait;
+    }
+
     /// The settings of each session: these threads, provider, optimization
     /// level and CUDA memory limit, one inter-op thread (the pool runs
     /// batches side by side instead).
@@ -165,12 +194,14 @@ impl std::fmt::Debug for OrtBackend {
 }
 
 impl OrtBackend {
-    /// Sessions over the ONNX model at `path`.
-    pub fn new(path: impl AsRef<Path>, options: &OrtBackendOptions) -> Result<Self> {
+    /// `options.instances` sessions over the ONNX model at `path`, run as
+    /// `options.onnxruntime` says.
+    pub fn new(path: impl AsRef<Path>, options: &BackendOptions) -> Result<Self> {
         let path = path.as_ref();
+        let (limits, options) = (options, &options.onnxruntime);
         let session_options = options.session_options();
         let mut first = Session::from_file(path, &session_options)?;
-        let mut layout = layout_of(&first, options, path)?;
+        let mut layout = layout_of(&first, limits, path)?;
         let provider = first.provider().to_owned();
         let cuda_device = first.cuda_device();
         // The model the sessions run: the file, or it with the pooled output added.
@@ -179,7 +210,7 @@ impl OrtBackend {
             match with_pooled_output(path, &layout, g) {
                 Ok((bytes, from)) => {
                     first = Session::from_bytes(&bytes, &session_options)?;
-                    layout = layout_of(&first, options, path)?;
+                    layout = layout_of(&first, limits, path)?;
                     if let Some(o) = layout.outputs.iter_mut().find(|o| o.name == GRAPH_POOLED_OUTPUT) {
                         o.pooled = Some(from);
                     }
@@ -192,7 +223,7 @@ impl OrtBackend {
             Some(bytes) => Session::from_bytes(bytes, options),
             None => Session::from_file(path, options),
         };
-        let sessions = options.sessions.max(1);
+        let sessions = limits.instances.max(1);
         let mut slots = Vec::with_capacity(sessions);
         // What the first session settles (row buckets where graphs cannot
         // capture the model) holds for the others, which then neither retry
@@ -246,6 +277,8 @@ impl OrtBackend {
     /// calls made so far and the ONNX Runtime values made so far (the last
     /// stops growing once every shape has been seen; the device buffers are
     /// allocated once and never move). Waits for a free session for each.
+    /// Hidden: for the workspace's GPU test (tests/nlp_cuda.rs).
+    #[doc(hidden)]
     pub fn bindings(&self) -> Vec<(Vec<BoundTensor>, u64, u64)> {
         (0..self.pool.size())
             .filter_map(|_| {
@@ -307,35 +340,30 @@ fn host_slot(session: Session, layout: &ModelLayout) -> HostSlot {
 }
 
 /// The token inputs, float outputs and shape ranges of a session's model.
-fn layout_of(session: &Session, options: &OrtBackendOptions, path: &Path) -> Result<ModelLayout> {
+fn layout_of(session: &Session, options: &BackendOptions, path: &Path) -> Result<ModelLayout> {
     let mut inputs = Vec::new();
     let (mut batch, mut seq) = (1..=options.max_batch.max(1), 1..=options.max_seq.max(1));
     for t in session.inputs() {
-        let role = InputRole::from_name(&t.name).ok_or_else(|| {
-            Error::InvalidConfig(format!(
+        let role = InputRole::from_name(&t.name).ok_or_else(|| Error::UnsupportedModel {
+            reason: format!(
                 "{}: input '{}' is not a token tensor (expected input_ids, attention_mask or token_type_ids)",
                 path.display(),
                 t.name
-            ))
+            ),
         })?;
         let dtype = match t.element {
             OrtType::I32 => ElementType::I32,
             OrtType::I64 => ElementType::I64,
             other => {
-                return Err(Error::InvalidConfig(format!(
-                    "{}: input '{}' is {other}; token tensors are i32 or i64",
-                    path.display(),
-                    t.name
-                )))
+                return Err(Error::UnsupportedModel {
+                    reason: format!("{}: input '{}' is {other}; token tensors are i32 or i64", path.display(), t.name),
+                })
             }
         };
         if t.shape.len() != 2 {
-            return Err(Error::InvalidConfig(format!(
-                "{}: input '{}' has shape {:?}; token tensors are [batch, sequence]",
-                path.display(),
-                t.name,
-                t.shape
-            )));
+            return Err(Error::UnsupportedModel {
+                reason: format!("{}: input '{}' has shape {:?}; token tensors are [batch, sequence]", path.display(), t.name, t.shape),
+            });
         }
         // A fixed dimension pins the range.
         batch = narrow(batch, t.shape[0], &t.name, path)?;
@@ -344,7 +372,7 @@ fn layout_of(session: &Session, options: &OrtBackendOptions, path: &Path) -> Res
     }
     let outputs: Vec<OutputSpec> = session.outputs().iter().filter_map(float_output).collect();
     if outputs.is_empty() {
-        return Err(Error::InvalidConfig(format!("{}: the model has no float output", path.display())));
+        return Err(Error::UnsupportedModel { reason: format!("{}: the model has no float output", path.display()) });
     }
     ModelLayout::new(inputs, outputs, batch, seq)
 }
@@ -355,12 +383,9 @@ fn narrow(range: std::ops::RangeInclusive<usize>, dim: i64, name: &str, path: &P
     }
     let d = dim as usize;
     if !range.contains(&d) {
-        return Err(Error::InvalidConfig(format!(
-            "{}: input '{name}' fixes a dimension to {d}, outside {}..={}",
-            path.display(),
-            range.start(),
-            range.end()
-        )));
+        return Err(Error::UnsupportedModel {
+            reason: format!("{}: input '{name}' fixes a dimension to {d}, outside {}..={}", path.display(), range.start(), range.end()),
+        });
     }
     Ok(d..=d)
 }
@@ -387,23 +412,13 @@ impl Backend for OrtBackend {
         &self.layout
     }
 
-    fn instances(&self) -> usize {
-        self.pool.size()
-    }
-
-    fn parallel_instances(&self) -> bool {
-        // Each CPU session runs on its own intra-op threads; a GPU provider's share the device.
-        self.provider == "CPUExecutionProvider"
-    }
-
-    fn sequence_multiple(&self) -> usize {
-        // CUDA graphs replay one shape each, and row buckets bound the shapes
-        // a session sees: fewer sequence lengths, fewer graphs and shapes.
-        if self.shape_buckets {
-            8
-        } else {
-            1
-        }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::new(self.pool.size())
+            // Each CPU session runs on its own intra-op threads; a GPU provider's share the device.
+            .with_parallel_instances(self.provider == "CPUExecutionProvider")
+            // CUDA graphs replay one shape each, and row buckets bound the shapes
+            // a session sees: fewer sequence lengths, fewer graphs and shapes.
+            .with_sequence_multiple(if self.shape_buckets { 8 } else { 1 })
     }
 
     fn health(&self) -> Result<()> {
@@ -442,7 +457,7 @@ impl OrtBackend {
         self.layout.check_batch(layout.batch, layout.seq_len)?;
         let n = layout.batch * layout.seq_len;
         let shape = ndarray::IxDyn(&[layout.batch, layout.seq_len]);
-        let shape_err = |e: ndarray::ShapeError| Error::InvalidConfig(format!("token tensor shape: {e}"));
+        let shape_err = |source: ndarray::ShapeError| Error::ArrayShape { what: "token tensor".into(), source };
         let mut feeds = Vec::with_capacity(inputs.len());
         for (spec, host) in inputs.iter() {
             let t = match host {

@@ -24,7 +24,6 @@
 //! same way, without a graph: the session sees few shapes.
 
 use half::{bf16, f16};
-use ndarray::{ArrayViewD, IxDyn};
 use trt_cuda::{Device, Element, HostWait, StagedBuffer, Stream};
 use trt_onnx::runtime::{BoundTensor, CudaOptions, ElementType, IoBinding, Provider, Session, SessionOptions, TensorInfo};
 
@@ -32,7 +31,7 @@ use super::buckets;
 use super::capture::{self, Captures};
 use super::staging;
 use super::{Fill, OutputView, Outputs, Read};
-use crate::{EncodedBatch, Error, InputSpec, ModelLayout, Result, TokenBuffer};
+use crate::{EncodedBatch, InputSpec, ModelLayout, Result, TokenBuffer};
 
 /// A token input's staging on the session's stream.
 type Tokens = staging::Tokens<StagedBuffer<i32>, StagedBuffer<i64>>;
@@ -258,9 +257,9 @@ impl CudaStaging {
         for o in outputs.iter().filter(|o| wanted(o)) {
             let n: usize = o.shape.iter().product();
             let view = match &o.staged {
-                Floats::F32(s) => OutputView::F32(view(&s.host()?[..n], &o.shape)?),
-                Floats::F16(s) => OutputView::F16(view(&s.host()?[..n], &o.shape)?),
-                Floats::BF16(s) => OutputView::BF16(view(&s.host()?[..n], &o.shape)?),
+                Floats::F32(s) => OutputView::F32(staging::output_view(&s.host()?[..n], &o.shape)?),
+                Floats::F16(s) => OutputView::F16(staging::output_view(&s.host()?[..n], &o.shape)?),
+                Floats::BF16(s) => OutputView::BF16(staging::output_view(&s.host()?[..n], &o.shape)?),
             };
             views.push(o.name.as_str(), view);
         }
@@ -316,10 +315,6 @@ fn resolve(dims: &[Dim], batch: usize, seq: usize) -> Vec<usize> {
 
 fn elements(dims: &[Dim], batch: usize, seq: usize) -> usize {
     resolve(dims, batch, seq).iter().product::<usize>().max(1)
-}
-
-fn view<'a, T>(data: &'a [T], shape: &[usize]) -> Result<ArrayViewD<'a, T>> {
-    ArrayViewD::from_shape(IxDyn(shape), data).map_err(|e| Error::InvalidConfig(format!("output of shape {shape:?}: {e}")))
 }
 
 /// Whether ONNX Runtime refused a session because CUDA-graph capture cannot

@@ -20,7 +20,9 @@ use trt::{Builder, EngineCache, OnnxParser, ProfileSpec, Runtime, SerializedEngi
 use trt_cuda::Device;
 
 #[cfg(feature = "onnxruntime")]
-use super::onnxruntime::{OrtBackend, OrtBackendOptions};
+use super::onnxruntime::OrtBackend;
+#[cfg(feature = "onnxruntime")]
+use super::onnxruntime::OrtBackendOptions;
 #[cfg(feature = "tensorrt")]
 use super::tensorrt::TensorRtBackend;
 use super::Backend;
@@ -56,20 +58,41 @@ impl std::str::FromStr for BackendChoice {
             #[cfg(feature = "tensorrt")]
             "tensorrt" | "trt" => Ok(Self::TensorRt),
             #[cfg(not(feature = "tensorrt"))]
-            "tensorrt" | "trt" => Err(Error::InvalidConfig("backend 'tensorrt': this build has no TensorRT (the tensorrt feature)".into())),
+            "tensorrt" | "trt" => {
+                Err(Error::BackendUnavailable { backend: "TensorRT", reason: "this build has no TensorRT (the tensorrt feature)".into() })
+            }
             #[cfg(feature = "onnxruntime")]
             "onnxruntime" | "ort" => Ok(Self::OnnxRuntime),
             #[cfg(not(feature = "onnxruntime"))]
-            "onnxruntime" | "ort" => {
-                Err(Error::InvalidConfig("backend 'onnxruntime': this build has no ONNX Runtime (the onnxruntime feature)".into()))
-            }
-            other => Err(Error::InvalidConfig(format!("unknown backend '{other}' (auto, tensorrt, onnxruntime)"))),
+            "onnxruntime" | "ort" => Err(Error::BackendUnavailable {
+                backend: "ONNX Runtime",
+                reason: "this build has no ONNX Runtime (the onnxruntime feature)".into(),
+            }),
+            other => Err(Error::InvalidOption {
+                option: "backend",
+                value: format!("'{other}'"),
+                expected: "auto, tensorrt or onnxruntime".into(),
+            }),
         }
     }
 }
 
-/// Settings for [`open`].
+/// Settings for [`open`], [`TextModel::open_with`](crate::TextModel::open_with)
+/// and the backends' own constructors: what every backend reads (instances,
+/// batch and sequence limits), then each backend's own part.
+///
+/// ```
+/// use trt_nlp::backend::onnxruntime::{OrtBackendOptions, Provider};
+/// use trt_nlp::backend::BackendOptions;
+///
+/// let options = BackendOptions::default()
+///     .with_instances(2)
+///     .with_max_seq(128)
+///     .with_onnxruntime(OrtBackendOptions::default().with_provider(Provider::Cpu).with_intra_threads(1));
+/// assert_eq!(options.max_batch, 32);
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct BackendOptions {
     /// Instances: ONNX Runtime sessions or TensorRT execution contexts, the
     /// batches that run at once. Default 1.
@@ -79,8 +102,7 @@ pub struct BackendOptions {
     pub max_batch: usize,
     /// Longest sequence, as `max_batch`. Default 512 (BERT's position table).
     pub max_seq: usize,
-    /// ONNX Runtime: threads, provider, optimization, CUDA graphs. Its
-    /// `sessions`, `max_batch` and `max_seq` are replaced by the fields above.
+    /// ONNX Runtime: threads, provider, optimization, CUDA graphs.
     #[cfg(feature = "onnxruntime")]
     pub onnxruntime: OrtBackendOptions,
     /// Where plans built from ONNX files are kept; `None`: built in memory
@@ -105,13 +127,46 @@ impl Default for BackendOptions {
     }
 }
 
+impl BackendOptions {
+    crate::options::setters! {
+        instances: usize => with_instances;
+        max_batch: usize => with_max_batch;
+        max_seq: usize => with_max_seq;
+        #[cfg(feature = "onnxruntime")]
+        onnxruntime: OrtBackendOptions => with_onnxruntime;
+        engine_cache: Option<PathBuf> => with_engine_cache;
+        tensorrt_device: usize => with_tensorrt_device;
+    }
+}
+
+/// The defaults, with these ONNX Runtime settings.
+#[cfg(feature = "onnxruntime")]
+impl From<OrtBackendOptions> for BackendOptions {
+    fn from(onnxruntime: OrtBackendOptions) -> Self {
+        BackendOptions { onnxruntime, ..BackendOptions::default() }
+    }
+}
+
 /// The backend for `model` (a plan or an ONNX file) under `choice`.
+/// ```
+/// use trt_nlp::backend::{self, BackendChoice, BackendOptions};
+/// use trt_nlp::ModelFolder;
+///
+/// # fn main() -> trt_nlp::Result<()> {
+/// # // A small random-weight model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+/// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+/// let folder = ModelFolder::open(path)?; // a HuggingFace folder: its graph is written on first use
+/// let backend = backend::open(&folder.model, BackendChoice::OnnxRuntime, &BackendOptions::default().with_instances(2))?;
+/// assert_eq!((backend.name(), backend.capabilities().instances), ("onnxruntime", 2));
+/// # Ok(())
+/// # }
+/// ```
 pub fn open(model: &Path, choice: BackendChoice, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
     let plan = is_plan(model);
     match choice {
         #[cfg(feature = "onnxruntime")]
         BackendChoice::OnnxRuntime if plan => {
-            Err(Error::InvalidConfig(format!("{} is a TensorRT plan; ONNX Runtime runs ONNX files", model.display())))
+            Err(Error::UnsupportedModel { reason: format!("{} is a TensorRT plan; ONNX Runtime runs ONNX files", model.display()) })
         }
         #[cfg(feature = "onnxruntime")]
         BackendChoice::OnnxRuntime => onnxruntime(model, options),
@@ -150,10 +205,10 @@ fn auto(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dyn Ba
 #[cfg(all(not(feature = "tensorrt"), feature = "onnxruntime"))]
 fn auto(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
     if plan {
-        return Err(Error::InvalidConfig(format!(
-            "{} is a TensorRT plan; this build has no TensorRT (the tensorrt feature) and ONNX Runtime runs ONNX files",
-            model.display()
-        )));
+        return Err(Error::BackendUnavailable {
+            backend: "TensorRT",
+            reason: format!("{} is a TensorRT plan and this build has no TensorRT (the tensorrt feature)", model.display()),
+        });
     }
     onnxruntime(model, options)
 }
@@ -161,21 +216,15 @@ fn auto(model: &Path, plan: bool, options: &BackendOptions) -> Result<Arc<dyn Ba
 /// `Auto` with no backend built in.
 #[cfg(not(any(feature = "tensorrt", feature = "onnxruntime")))]
 fn auto(model: &Path, _plan: bool, _options: &BackendOptions) -> Result<Arc<dyn Backend>> {
-    Err(Error::InvalidConfig(format!(
-        "{}: this build has no backend (enable the tensorrt or onnxruntime feature of trt-nlp)",
-        model.display()
-    )))
+    Err(Error::BackendUnavailable {
+        backend: "any backend",
+        reason: format!("{}: this build has none (enable the tensorrt or onnxruntime feature of trt-nlp)", model.display()),
+    })
 }
 
 #[cfg(feature = "onnxruntime")]
 fn onnxruntime(model: &Path, options: &BackendOptions) -> Result<Arc<dyn Backend>> {
-    let ort = OrtBackendOptions {
-        sessions: options.instances.max(1),
-        max_batch: options.max_batch,
-        max_seq: options.max_seq,
-        ..options.onnxruntime.clone()
-    };
-    Ok(Arc::new(OrtBackend::new(model, &ort)?))
+    Ok(Arc::new(OrtBackend::new(model, options)?))
 }
 
 #[cfg(feature = "tensorrt")]

@@ -21,3 +21,10 @@ pub(crate) enum Floats<F32, F16, BF16> {
     F16(F16),
     BF16(BF16),
 }
+
+/// The first elements of a staged output's host copy as an array of `shape`
+/// (what both executors hand to the read callback).
+pub(crate) fn output_view<'a, T>(data: &'a [T], shape: &[usize]) -> crate::Result<ndarray::ArrayViewD<'a, T>> {
+    ndarray::ArrayViewD::from_shape(ndarray::IxDyn(shape), data)
+        .map_err(|source| crate::Error::ArrayShape { what: format!("output of shape {shape:?}"), source })
+}

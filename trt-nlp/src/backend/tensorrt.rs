@@ -15,13 +15,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use half::{bf16, f16};
-use ndarray::{ArrayViewD, IxDyn};
 use trt::cuda::{Device, DeviceBuffer, Element, PinnedBuffer, Stream};
 use trt::{Bindings, ContextPool, Engine, ExecutionContext};
 
 use crate::backend::staging;
-use crate::backend::{Backend, Fill, OutputView, Outputs, Read};
-use crate::{ElementType, EncodedBatch, Error, InputSpec, ModelLayout, Result, TokenBuffer};
+use crate::backend::{Backend, Capabilities, Fill, OutputView, Outputs, Read};
+use crate::{ElementType, EncodedBatch, InputSpec, ModelLayout, Result, TokenBuffer};
 
 /// Host and device memory for one tensor of element type `T`, each use
 /// ordered by the buffers' events (TensorRT's bindings take the device half
@@ -156,14 +155,10 @@ impl Backend for TensorRtBackend {
         &self.layout
     }
 
-    fn instances(&self) -> usize {
-        self.pool.size()
-    }
-
-    fn sequence_multiple(&self) -> usize {
+    fn capabilities(&self) -> Capabilities {
         // Fewer distinct shapes: TensorRT picks kernels per shape, and
         // multiples of 8 map onto tensor-core tiles.
-        8
+        Capabilities::new(self.pool.size()).with_sequence_multiple(8)
     }
 
     fn health(&self) -> Result<()> {
@@ -236,18 +231,14 @@ impl Backend for TensorRtBackend {
         for ((name, o), shape) in state.outputs.iter().zip(&state.shapes) {
             let n: usize = shape.iter().product();
             let view = match o {
-                Floats::F32(st) => OutputView::F32(view(&st.host.as_slice()?[..n], shape)?),
-                Floats::F16(st) => OutputView::F16(view(&st.host.as_slice()?[..n], shape)?),
-                Floats::BF16(st) => OutputView::BF16(view(&st.host.as_slice()?[..n], shape)?),
+                Floats::F32(st) => OutputView::F32(staging::output_view(&st.host.as_slice()?[..n], shape)?),
+                Floats::F16(st) => OutputView::F16(staging::output_view(&st.host.as_slice()?[..n], shape)?),
+                Floats::BF16(st) => OutputView::BF16(staging::output_view(&st.host.as_slice()?[..n], shape)?),
             };
             outputs.push(name.as_str(), view);
         }
         read(&layout, &outputs)
     }
-}
-
-fn view<'a, T>(data: &'a [T], shape: &[usize]) -> Result<ArrayViewD<'a, T>> {
-    ArrayViewD::from_shape(IxDyn(shape), data).map_err(|e| Error::InvalidConfig(format!("output of shape {shape:?}: {e}")))
 }
 
 #[cfg(test)]

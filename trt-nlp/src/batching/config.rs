@@ -67,14 +67,14 @@ pub struct BatchingConfig {
     /// workers' cores idle while its rows wait; on one shared device (a GPU)
     /// big batches are what pays. Changes only how many rows a batch takes,
     /// never when it is cut. `None` (default): the backend says
-    /// ([`parallel_instances`](crate::Backend::parallel_instances)).
+    /// ([`parallel_instances`](crate::backend::Capabilities::parallel_instances)).
     pub spread_across_workers: Option<bool>,
     /// Whether a batch is cut at once, whatever `max_queue_delay` says, when
     /// no batch is running: the delay then applies only while the device is
     /// busy, since waiting for company while it idles only adds latency (one
     /// client would pay the whole delay on every request). `None` (default):
     /// on where the backend's instances share one device (a GPU:
-    /// [`parallel_instances`](crate::Backend::parallel_instances) is
+    /// [`parallel_instances`](crate::backend::Capabilities::parallel_instances) is
     /// `false`), off where they run side by side (CPU sessions, where the
     /// delay is a chosen trade of latency for fuller batches).
     pub cut_when_idle: Option<bool>,
@@ -88,7 +88,7 @@ pub struct BatchingConfig {
     /// Timeout of a request that sets no deadline. `None` (default): none.
     pub default_timeout: Option<Duration>,
     /// Worker threads, each running one batch at a time. `None` (default):
-    /// the backend's [`instances`](crate::Backend::instances).
+    /// the backend's [`instances`](crate::backend::Capabilities::instances).
     pub workers: Option<usize>,
 }
 
@@ -115,37 +115,48 @@ impl Default for BatchingConfig {
 impl BatchingConfig {
     /// Checks the settings against the model and the pipeline that will pack its batches.
     pub(crate) fn check(&self, layout: &ModelLayout, pipeline: &TokenizerPipeline) -> Result<()> {
-        let bad = |msg: String| Err(Error::InvalidConfig(format!("batching: {msg}")));
+        let bad = |option, value: &dyn std::fmt::Display, expected: String| {
+            Err(Error::InvalidOption { option, value: value.to_string(), expected })
+        };
         if self.max_batch_size == 0 || self.max_batch_size > layout.max_batch {
-            return bad(format!("max_batch_size {} is outside the model's batch range 1..={}", self.max_batch_size, layout.max_batch));
+            return bad(
+                "batching.max_batch_size",
+                &self.max_batch_size,
+                format!("within the model's batch range 1..={}", layout.max_batch),
+            );
         }
         if let Some(p) = self.preferred_batch_sizes.iter().find(|&&p| p == 0 || p > self.max_batch_size) {
-            return bad(format!("preferred batch size {p} is outside 1..={}", self.max_batch_size));
+            return bad("batching.preferred_batch_sizes", p, format!("within 1..={} (max_batch_size)", self.max_batch_size));
         }
         if self.max_batch_tokens == Some(0) {
-            return bad("max_batch_tokens 0 admits no batch".into());
+            return bad("batching.max_batch_tokens", &0, "at least 1 (0 admits no batch)".into());
         }
         if !(0.0..=1.0).contains(&self.min_padding_efficiency) {
-            return bad(format!("min_padding_efficiency {} is outside 0.0..=1.0", self.min_padding_efficiency));
+            return bad("batching.min_padding_efficiency", &self.min_padding_efficiency, "within 0.0..=1.0".into());
         }
         if self.max_queue_size == 0 {
-            return bad("max_queue_size 0 admits no request".into());
+            return bad("batching.max_queue_size", &0, "at least 1 (0 admits no request)".into());
         }
         if self.priority_levels == 0 || self.default_priority >= self.priority_levels {
-            return bad(format!("default priority {} is not one of {} levels", self.default_priority, self.priority_levels));
+            return bad(
+                "batching.default_priority",
+                &self.default_priority,
+                format!("one of the {} priority levels", self.priority_levels),
+            );
         }
         if self.workers == Some(0) {
-            return bad("0 workers".into());
+            return bad("batching.workers", &0, "at least 1".into());
         }
         if pipeline.max_len() > layout.max_seq {
-            return bad(format!("the pipeline's max_len {} exceeds the model's max_seq {}", pipeline.max_len(), layout.max_seq));
+            return bad("max_len", &pipeline.max_len(), format!("at most the model's max_seq {} (the pipeline's)", layout.max_seq));
         }
         // Rows are never empty, so every row has at least one token.
         if pipeline.min_len().max(1) < layout.min_seq {
-            return bad(format!(
-                "the model needs rows of at least {} tokens; build the pipeline with min_len({})",
-                layout.min_seq, layout.min_seq
-            ));
+            return bad(
+                "min_len",
+                &pipeline.min_len(),
+                format!("at least the {} tokens the model needs per row (the pipeline's)", layout.min_seq),
+            );
         }
         Ok(())
     }

@@ -78,7 +78,10 @@ impl Response {
             .map(|(i, (name, _))| {
                 let rows = self.rows.iter().map(|r| match r.outputs.get(i) {
                     Some((n, a)) if n == name => Ok(a),
-                    _ => Err(crate::Error::InvalidConfig(format!("a row of the response has no output '{name}'"))),
+                    _ => Err(crate::Error::NoSuchOutput {
+                        name: name.clone(),
+                        available: r.outputs.iter().map(|(n, _)| n.clone()).collect(),
+                    }),
                 });
                 OutputRows::stack(name, rows.collect::<crate::Result<Vec<_>>>()?)
             })

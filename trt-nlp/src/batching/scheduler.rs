@@ -123,17 +123,42 @@ impl Scheduler {
     /// A scheduler over `backend`, whose batches `pipeline` packs (and whose
     /// texts it tokenizes at submit). Fails if `config` does not fit the
     /// model's layout or the pipeline (see [`BatchingConfig`]).
+    /// A setting the model cannot meet is a typed error naming it:
+    ///
+    /// ```
+    /// use trt_nlp::batching::{BatchingConfig, Request, Scheduler};
+    /// use trt_nlp::{Error, TextModel};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // A small random-weight model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+    /// let model = TextModel::builder(path).cpu().max_batch(8).build()?;
+    /// let mut config = BatchingConfig::default();
+    /// config.max_batch_size = 64; // more than the model's 8
+    /// let e = Scheduler::new(model.backend().clone(), model.pipeline().clone(), config).unwrap_err();
+    /// assert!(matches!(e, Error::InvalidOption { option: "batching.max_batch_size", .. }), "{e}");
+    ///
+    /// let mut config = BatchingConfig::default();
+    /// config.max_batch_size = 8;
+    /// let scheduler = Scheduler::new(model.backend().clone(), model.pipeline().clone(), config)?;
+    /// let response = scheduler.submit(Request::texts(["a", "b", "c"]))?.wait()?;
+    /// assert_eq!(response.rows().len(), 3); // raw outputs, one row per text
+    /// scheduler.shutdown();
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(backend: Arc<dyn Backend>, pipeline: Arc<TokenizerPipeline>, config: BatchingConfig) -> Result<Self> {
         config.check(backend.layout(), &pipeline)?;
-        let workers = config.workers.unwrap_or_else(|| backend.instances()).max(1);
-        let spread = config.spread_across_workers.unwrap_or_else(|| backend.parallel_instances());
-        let cut_when_idle = config.cut_when_idle.unwrap_or_else(|| !backend.parallel_instances());
+        let caps = backend.capabilities();
+        let workers = config.workers.unwrap_or(caps.instances).max(1);
+        let spread = config.spread_across_workers.unwrap_or(caps.parallel_instances);
+        let cut_when_idle = config.cut_when_idle.unwrap_or(!caps.parallel_instances);
         let shared = Arc::new(Shared {
             raw: Arc::new(Selection::raw(backend.layout())),
             workers,
             spread,
             cut_when_idle,
-            devices: backend.devices().clamp(1, workers),
+            devices: caps.devices.clamp(1, workers),
             metrics: Arc::new(Metrics::new(config.max_batch_size)),
             state: Mutex::new(State {
                 queue: Queue::new(config.priority_levels),
@@ -152,10 +177,7 @@ impl Scheduler {
         });
         let scheduler = Scheduler { shared, threads: Mutex::new(Vec::new()) };
         let spawn = |name: String, body: Box<dyn FnOnce() + Send>| {
-            std::thread::Builder::new()
-                .name(name)
-                .spawn(body)
-                .map_err(|e| Error::InvalidConfig(format!("batching: cannot start a thread: {e}")))
+            std::thread::Builder::new().name(name.clone()).spawn(body).map_err(|source| Error::ThreadSpawn { thread: name, source })
         };
         let mut threads = Vec::with_capacity(workers + 1);
         let s = Arc::clone(&scheduler.shared);

@@ -89,7 +89,7 @@ pub(crate) fn run_batch(
         }
         Ok(Ok(())) => fail_all(
             &live,
-            RequestError::Backend(Arc::new(Error::InvalidConfig(format!(
+            RequestError::Backend(Arc::new(Error::Internal(format!(
                 "the backend returned without reading the outputs of a batch of {} rows",
                 live.len()
             )))),
@@ -133,10 +133,10 @@ fn split_rows(layout: &BatchLayout, outputs: &Outputs<'_>, live: &[Item]) -> Vec
             Err(e) => {
                 let message = e.to_string();
                 for &r in &indices {
-                    per_row[r] = Some(Err(Error::InvalidConfig(format!("selected outputs: {message}"))));
+                    per_row[r] = Some(Err(Error::Internal(format!("selected outputs: {message}"))));
                 }
             }
         }
     }
-    per_row.into_iter().map(|r| r.unwrap_or_else(|| Err(Error::InvalidConfig("a row left without outputs".into())))).collect()
+    per_row.into_iter().map(|r| r.unwrap_or_else(|| Err(Error::Internal("a row left without outputs".into())))).collect()
 }

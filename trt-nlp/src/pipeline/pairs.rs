@@ -84,10 +84,11 @@ impl TokenizerPipeline {
         let pair_added = if self.add_special_tokens { self.tokenizer.get_post_processor().map_or(0, |p| p.added_tokens(true)) } else { 0 };
         // tokenizers subtracts the pair's special tokens from the limit: below them it overflows.
         if self.max_len <= pair_added {
-            return Err(Error::InvalidConfig(format!(
-                "max_len {} leaves no room for a pair after {pair_added} special tokens",
-                self.max_len
-            )));
+            return Err(Error::InvalidOption {
+                option: "max_len",
+                value: self.max_len.to_string(),
+                expected: format!("more than a pair's {pair_added} special tokens, to leave room for text"),
+            });
         }
         self.run_parallel(pairs.len(), |i| {
             let (first, second) = (self.segment(pairs[i].0.as_ref(), 0, i)?, self.segment(pairs[i].1.as_ref(), 1, i)?);

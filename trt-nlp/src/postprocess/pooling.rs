@@ -33,14 +33,14 @@ struct StPoolingConfig {
 impl Pooling {
     /// The mode a sentence-transformers `1_Pooling/config.json` selects.
     /// Max and sqrt-length pooling, or several modes at once, are refused
-    /// with [`Error::InvalidConfig`].
+    /// with [`Error::UnsupportedModel`].
     pub fn from_config_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let c: StPoolingConfig = super::read_json_config(path)?;
         match (c.pooling_mode_mean_tokens, c.pooling_mode_cls_token, c.pooling_mode_max_tokens, c.pooling_mode_mean_sqrt_len_tokens) {
             (true, false, false, false) => Ok(Self::Mean),
             (false, true, false, false) => Ok(Self::Cls),
-            _ => Err(Error::InvalidConfig(format!("{}: only a single mean or CLS pooling mode is supported", path.display()))),
+            _ => Err(Error::unsupported(format!("{}: only a single mean or CLS pooling mode is supported", path.display()))),
         }
     }
 

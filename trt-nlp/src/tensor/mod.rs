@@ -120,16 +120,27 @@ pub enum TensorRuntime {
 /// The tensor backend for `model` on `runtime`: `options.instances` ONNX
 /// Runtime sessions with `options.onnxruntime`'s threads and provider, or as
 /// many TensorRT contexts on `options.tensorrt_device`.
+/// ```
+/// use trt_nlp::backend::BackendOptions;
+/// use trt_nlp::tensor::{self, TensorRuntime};
+/// use trt_nlp::ModelFolder;
+///
+/// # fn main() -> trt_nlp::Result<()> {
+/// # // A small random-weight model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+/// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+/// let onnx = ModelFolder::open(path)?.model;
+/// let model = tensor::open(&onnx, TensorRuntime::OnnxRuntime, &BackendOptions::default())?;
+/// assert!(model.inputs().iter().any(|t| t.name == "input_ids"));
+/// # Ok(())
+/// # }
+/// ```
 pub fn open(model: &Path, runtime: TensorRuntime, options: &BackendOptions) -> Result<Arc<dyn TensorBackend>> {
     // With neither feature `TensorRuntime` has no value: nothing to open.
     #[cfg(not(any(feature = "tensorrt", feature = "onnxruntime")))]
     let _ = (model, options);
     match runtime {
         #[cfg(feature = "onnxruntime")]
-        TensorRuntime::OnnxRuntime => {
-            let ort = crate::backend::onnxruntime::OrtBackendOptions { sessions: options.instances.max(1), ..options.onnxruntime.clone() };
-            Ok(Arc::new(onnxruntime::OrtTensorBackend::new(model, &ort)?))
-        }
+        TensorRuntime::OnnxRuntime => Ok(Arc::new(onnxruntime::OrtTensorBackend::new(model, options)?)),
         #[cfg(feature = "tensorrt")]
         TensorRuntime::TensorRt => {
             Ok(Arc::new(tensorrt::TensorRtTensorBackend::open(model, options.tensorrt_device, options.instances.max(1))?))

@@ -14,7 +14,7 @@ use trt_cuda::Pool;
 use trt_onnx::runtime::{ElementType as OrtType, InputTensor, OutputRef, Session, SessionOptions, TensorInfo};
 
 use super::{check_inputs, Tensor, TensorBackend, TensorData, TensorSpec};
-use crate::backend::onnxruntime::OrtBackendOptions;
+use crate::backend::BackendOptions;
 use crate::{ElementType, Error, Result};
 
 /// An ONNX model on ONNX Runtime as a [`TensorBackend`].
@@ -60,13 +60,13 @@ fn specs(infos: &[TensorInfo], path: &Path) -> Result<Vec<TensorSpec>> {
 }
 
 impl OrtTensorBackend {
-    /// `options.sessions` sessions over the ONNX model at `path`, with
-    /// `options`' session settings ([`OrtBackendOptions::session_options`];
-    /// its `max_batch`, `max_seq` and CUDA graphs are the text path's and not
+    /// `options.instances` sessions over the ONNX model at `path`, with
+    /// `options.onnxruntime`'s session settings ([`OrtBackendOptions::session_options`](crate::backend::onnxruntime::OrtBackendOptions::session_options);
+    /// `max_batch`, `max_seq` and CUDA graphs are the text path's and not
     /// used here).
-    pub fn new(path: impl AsRef<Path>, options: &OrtBackendOptions) -> Result<Self> {
+    pub fn new(path: impl AsRef<Path>, options: &BackendOptions) -> Result<Self> {
         let path = path.as_ref();
-        let session_options = options.session_options();
+        let session_options = options.onnxruntime.session_options();
         let first = Session::from_file(path, &session_options)?;
         let inputs = specs(first.inputs(), path)?;
         let outputs = specs(first.outputs(), path)?;
@@ -77,7 +77,7 @@ impl OrtTensorBackend {
             ..session_options
         };
         let mut sessions = vec![first];
-        for _ in 1..options.sessions.max(1) {
+        for _ in 1..options.instances.max(1) {
             sessions.push(Session::from_file(path, &pinned)?);
         }
         Ok(OrtTensorBackend { pool: Pool::from_items(sessions), inputs, outputs, provider })

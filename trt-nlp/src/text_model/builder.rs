@@ -123,6 +123,20 @@ impl TextModelBuilder {
     }
 
     /// Opens the model.
+    /// ```
+    /// use trt_nlp::{Error, TextModel};
+    ///
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+    /// let model = TextModel::builder(path).cpu().instances(2).threads(1).build()?;
+    /// assert_eq!(model.instances(), 2);
+    /// // What cannot be opened is a typed error naming what is missing.
+    /// let e = TextModel::builder(std::env::temp_dir().join("no-such-model-folder")).build().unwrap_err();
+    /// assert!(matches!(e, Error::Io { .. }), "{e}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn build(self) -> Result<TextModel> {
         let folder = ModelFolder::open_imported(&self.model, self.tokenizer, &self.import)?;
         TextModel::from_folder(&folder, self.choice, &self.backend, &self.helper)

@@ -187,10 +187,17 @@ impl TextModel {
     /// built and can execute here, else ONNX Runtime (CUDA where there is a
     /// GPU, else the CPU). [`builder`](Self::builder) sets the rest.
     ///
-    /// ```no_run
+    /// `"sentence-transformers/all-MiniLM-L6-v2"` (from the local
+    /// HuggingFace cache) opens the same way; here a small folder of the
+    /// workspace:
+    ///
+    /// ```
     /// # fn main() -> trt_nlp::Result<()> {
-    /// let model = trt_nlp::TextModel::open("all-MiniLM-L6-v2")?;
-    /// let v = model.embed(&["A first text.", "And a second one."])?; // [2, 384], as sentence-transformers
+    /// # // A small random-weight sentence-transformers model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+    /// let model = trt_nlp::TextModel::open(path)?;
+    /// let v = model.embed(&["A first text.", "And a second one."])?;
+    /// assert_eq!(v.nrows(), 2); // one row per text, as sentence-transformers' encode
     /// # Ok(())
     /// # }
     /// ```
@@ -199,12 +206,39 @@ impl TextModel {
     }
 
     /// A [`TextModelBuilder`] for `model` (see [`open`](Self::open)).
+    ///
+    /// ```
+    /// use trt_nlp::TextModel;
+    ///
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight model the workspace commits (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+    /// let model = TextModel::builder(path).cpu().max_batch(8).threads(2).build()?;
+    /// assert_eq!(model.max_batch(), 8);
+    /// assert_eq!(model.backend().name(), "onnxruntime");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn builder(model: impl AsRef<Path>) -> TextModelBuilder {
         TextModelBuilder::new(model.as_ref().to_owned())
     }
 
     /// A model from a model folder or file ([`ModelFolder`]): its tokenizer
     /// and head, on the backend `choice` picks, with every option given.
+    /// ```
+    /// use trt_nlp::backend::{BackendChoice, BackendOptions};
+    /// use trt_nlp::{HelperOptions, TextModel};
+    ///
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+    /// let backend = BackendOptions::default().with_max_batch(4).with_max_seq(64);
+    /// let model = TextModel::open_with(path, BackendChoice::OnnxRuntime, &backend, &HelperOptions::default())?;
+    /// assert_eq!(model.max_batch(), 4);
+    /// assert_eq!(model.max_seq(), 20); // an imported folder's own max_seq_length (sentence-transformers') wins
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open_with(model: impl AsRef<Path>, choice: BackendChoice, backend: &BackendOptions, options: &HelperOptions) -> Result<Self> {
         Self::from_folder(&ModelFolder::open(model)?, choice, backend, options)
     }
@@ -253,7 +287,7 @@ impl TextModel {
 
     /// Batches that can run at once (at least 1).
     pub fn instances(&self) -> usize {
-        self.backend.instances().max(1)
+        self.backend.capabilities().instances.max(1)
     }
 
     /// The outputs called `names` ([`Selection::by_names`]), pooled with this model's head.
@@ -281,7 +315,7 @@ impl TextModel {
             .model_outputs()
             .find(|o| o.rank == 2 && o.name == "logits")
             .or_else(|| layout.model_outputs().find(|o| o.rank == 2 && o.name != EMBEDDING))
-            .ok_or_else(|| Error::InvalidConfig("the model has no [batch, labels] output (logits)".into()))?;
+            .ok_or_else(|| Error::unsupported("the model has no [batch, labels] output (logits) to classify with"))?;
         self.select(&[logits.name.as_str()])
     }
 
@@ -289,12 +323,35 @@ impl TextModel {
     /// model's default prompt before each text where it has one (as
     /// sentence-transformers' `encode`). Texts are run in batches of similar
     /// length (fewer padded tokens); an empty input gives a `[0, 0]` array.
+    /// ```
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight sentence-transformers model with Dense and Normalize (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-st5");
+    /// let model = trt_nlp::TextModel::open(path)?;
+    /// let v = model.embed(&["A first text.", "And a second, longer one."])?;
+    /// assert_eq!(v.nrows(), 2);
+    /// // Its folder ends in sentence-transformers' Normalize: unit rows.
+    /// assert!(v.rows().into_iter().all(|r| (r.dot(&r) - 1.0).abs() < 1e-4));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn embed<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<Array2<f32>> {
         self.embed_with_prompt(texts, None)
     }
 
     /// [`embed`](Self::embed) with the prompt called `prompt` before each
     /// text (`Some("")`: none; `None`: the model's default).
+    /// ```
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+    /// let model = trt_nlp::TextModel::open(path)?;
+    /// let v = model.embed_with_prompt(&["no prompt before this text"], Some(""))?;
+    /// assert_eq!(v, model.embed(&["no prompt before this text"])?); // this model has no default prompt
+    /// assert!(model.embed_with_prompt(&["x"], Some("no-such-prompt")).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn embed_with_prompt<S: AsRef<str> + Sync>(&self, texts: &[S], prompt: Option<&str>) -> Result<Array2<f32>> {
         let prefix = self.head.prompts.text(prompt)?;
         if prefix.is_empty() {
@@ -312,9 +369,11 @@ impl TextModel {
             let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
             let all = all.get_or_insert_with(|| Array2::zeros((texts.len(), pooled.row_len())));
             for (k, &i) in rows.iter().enumerate() {
-                let row = pooled
-                    .row(k)
-                    .ok_or_else(|| Error::InvalidConfig(format!("pooled output has {} rows, not {}", pooled.rows(), rows.len())))?;
+                let row = pooled.row(k).ok_or_else(|| Error::Shape {
+                    what: "pooled output rows",
+                    expected: vec![rows.len()],
+                    got: vec![pooled.rows()],
+                })?;
                 all.row_mut(i).assign(&ArrayView1::from(row));
             }
             Ok(())
@@ -327,13 +386,26 @@ impl TextModel {
     /// single-label classifiers, sigmoid for multi-label ones and one-logit
     /// cross-encoders). Texts are run in batches of similar length; an empty input
     /// gives an empty result.
+    /// ```
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight BertForSequenceClassification with three labels (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-cls3");
+    /// let model = trt_nlp::TextModel::open(path)?;
+    /// let top2 = model.classify(&["What a lovely day.", "Nothing to see here."], 2)?;
+    /// assert_eq!(top2.len(), 2);
+    /// let best = &top2[0].top[0];
+    /// assert!(["negative", "neutral", "positive"].contains(&best.label.as_str()), "{}", best.label);
+    /// assert!(top2[0].top[0].score >= top2[0].top[1].score);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn classify<S: AsRef<str> + Sync>(&self, texts: &[S], k: usize) -> Result<Vec<Classification>> {
         let selection = self.logits()?;
         let all: Mutex<Vec<Option<Classification>>> = Mutex::new(vec![None; texts.len()]);
         for_each_batch(&*self.backend, &self.pipeline, texts, &self.reads(&selection), |rows, layout, outputs| {
             let logits = one(selection.tensors(layout, outputs, rows.len())?)?;
             let logits = Array2::from_shape_vec((logits.rows(), logits.row_len()), logits.values)
-                .map_err(|e| Error::InvalidConfig(format!("logits: {e}")))?;
+                .map_err(|source| Error::ArrayShape { what: "logits".into(), source })?;
             let top = top_k(scores(logits.view(), self.head.activation).view(), k, &self.head.labels);
             let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
             for ((&i, row), top) in rows.iter().zip(logits.rows()).zip(top) {
@@ -373,13 +445,13 @@ impl TextModel {
     {
         let logits = self.pair_logits(pairs, PairTruncation::LongestFirst)?;
         if let Some(l) = logits.iter().find(|l| l.len() != 1) {
-            return Err(Error::InvalidConfig(format!(
+            return Err(Error::unsupported(format!(
                 "score_pairs needs a model with one logit per pair (a cross-encoder); this one gives {} (Classifier::score_pairs returns them all)",
                 l.len()
             )));
         }
-        let column =
-            Array2::from_shape_vec((logits.len(), 1), logits.concat()).map_err(|e| Error::InvalidConfig(format!("logits: {e}")))?;
+        let column = Array2::from_shape_vec((logits.len(), 1), logits.concat())
+            .map_err(|source| Error::ArrayShape { what: "logits".into(), source })?;
         Ok(scores(column.view(), self.head.activation).into_iter().collect())
     }
 
@@ -411,6 +483,19 @@ impl TextModel {
     /// smallest is padded with empty texts, whose rows are dropped); a
     /// `[batch, seq, ...]` output is padded to the longest batch's length.
     /// Fails on an empty input.
+    /// ```
+    /// # fn main() -> trt_nlp::Result<()> {
+    /// # // A small random-weight sentence-transformers model (tests/data/hf/, made by scripts/make_hf_fixtures*.py).
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/bert-hub");
+    /// let model = trt_nlp::TextModel::open(path)?;
+    /// let selection = model.embedding()?; // the pooled sentence embedding, called "embedding"
+    /// let out = model.run(&["one text", "and another"], &selection)?;
+    /// let embedding = out.get("embedding").expect("selected");
+    /// assert_eq!(embedding.rows(), 2);
+    /// assert_eq!(embedding.row_len(), model.embed(&["x"])?.ncols());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run<S: AsRef<str> + Sync>(&self, texts: &[S], selection: &Selection) -> Result<TextOutputs> {
         let mut padded: Vec<&str> = Vec::with_capacity(self.max_batch().max(self.layout().min_batch));
         let min_batch = self.layout().min_batch;
@@ -447,7 +532,7 @@ impl TextModel {
         encode: &mut dyn FnMut(std::ops::Range<usize>, &mut EncodedBatch<'_>) -> Result<BatchLayout>,
     ) -> Result<TextOutputs> {
         if n == 0 {
-            return Err(Error::InvalidConfig("no texts to run".into()));
+            return Err(Error::EmptyBatch);
         }
         let mut tokenize = Duration::ZERO;
         let started = Instant::now();
@@ -486,6 +571,6 @@ impl TextModel {
 fn one(mut tensors: Vec<OutputRows>) -> Result<OutputRows> {
     match (tensors.pop(), tensors.is_empty()) {
         (Some(t), true) => Ok(t),
-        _ => Err(Error::InvalidConfig("a one-output selection computed another number of outputs".into())),
+        _ => Err(Error::Internal("a one-output selection computed another number of outputs".into())),
     }
 }

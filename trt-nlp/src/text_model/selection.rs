@@ -74,7 +74,7 @@ impl Selection {
     /// model, except [`EMBEDDING`] (unless the model has an output of that
     /// name), which is its `[batch, seq, dim]` output pooled with `pooling`
     /// and normalised if `normalize`. An unknown name is an
-    /// [`Error::InvalidConfig`] that lists the names there are.
+    /// [`Error::NoSuchOutput`] that lists the names there are.
     pub fn by_names<S: AsRef<str>>(layout: &ModelLayout, names: &[S], pooling: Pooling, normalize: bool) -> Result<Self> {
         let mut outputs = Vec::with_capacity(names.len());
         for name in names {
@@ -83,7 +83,7 @@ impl Selection {
                 Source::Raw(name.to_string())
             } else if name == EMBEDDING {
                 let hidden = layout.output_of_rank(3).ok_or_else(|| {
-                    Error::InvalidConfig(format!("output '{EMBEDDING}' needs a [batch, seq, hidden] model output; the model has none"))
+                    Error::unsupported(format!("output '{EMBEDDING}' needs a [batch, seq, hidden] model output; the model has none"))
                 })?;
                 // Pooled inside the graph where the backend did it this way: one row per text comes back.
                 match layout.pooled_output(&hidden.name, pooling, normalize) {
@@ -91,8 +91,8 @@ impl Selection {
                     None => Source::Pooled(hidden.name.clone()),
                 }
             } else {
-                let there: Vec<_> = layout.model_outputs().map(|o| o.name.as_str()).collect();
-                return Err(Error::InvalidConfig(format!("'{name}' is not an output of the model (it has {there:?}, and '{EMBEDDING}')")));
+                let available = layout.model_outputs().map(|o| o.name.clone()).chain([EMBEDDING.to_string()]).collect();
+                return Err(Error::NoSuchOutput { name: name.to_string(), available });
             };
             outputs.push(Selected { name: name.to_string(), source });
         }
@@ -201,11 +201,12 @@ impl Selection {
                 Source::Raw(name) => (name, None),
                 Source::Pooled(name) => (name, Some(3)),
             };
-            let spec = layout.outputs.iter().find(|s| &s.name == name).ok_or_else(|| {
-                Error::InvalidConfig(format!("selected output '{}' reads '{name}', which the model does not produce", o.name))
+            let spec = layout.outputs.iter().find(|s| &s.name == name).ok_or_else(|| Error::NoSuchOutput {
+                name: name.clone(),
+                available: layout.outputs.iter().map(|s| s.name.clone()).collect(),
             })?;
             if rank.is_some_and(|r| spec.rank != r) {
-                return Err(Error::InvalidConfig(format!(
+                return Err(Error::unsupported(format!(
                     "selected output '{}' pools '{name}', of rank {}; pooling reads [batch, seq, dim]",
                     o.name, spec.rank
                 )));
@@ -271,7 +272,8 @@ struct Pool<'m> {
 impl ViewFn for Pool<'_> {
     type Output = Result<Array2<f32>>;
     fn call<T: FloatElement>(self, v: &ArrayViewD<'_, T>) -> Result<Array2<f32>> {
-        let hidden = v.view().into_dimensionality::<Ix3>().map_err(|e| Error::InvalidConfig(format!("hidden states to pool: {e}")))?;
+        let hidden =
+            v.view().into_dimensionality::<Ix3>().map_err(|source| Error::ArrayShape { what: "hidden states to pool".into(), source })?;
         self.pooling.pool(hidden, self.mask)
     }
 }
@@ -314,8 +316,9 @@ mod tests {
         assert_eq!(s.outputs()[0].source, Source::Raw("logits".into()));
         assert_eq!(s.outputs()[1].source, Source::Pooled("last_hidden_state".into()));
         assert_eq!((s.pooling(), s.normalize()), (Pooling::Cls, true));
-        let e = Selection::by_names(&l, &["nope"], Pooling::Mean, true).unwrap_err().to_string();
-        assert!(e.contains("'nope' is not an output") && e.contains("logits"), "{e}");
+        let e = Selection::by_names(&l, &["nope"], Pooling::Mean, true).unwrap_err();
+        assert!(matches!(&e, Error::NoSuchOutput { name, available } if name == "nope" && available.iter().any(|a| a == "logits")), "{e}");
+        assert!(e.to_string().contains("no output 'nope'"), "{e}");
         // No hidden states: no embedding.
         let e = Selection::embedding(&layout(&[("logits", 2)]), Pooling::Mean, true).unwrap_err().to_string();
         assert!(e.contains("needs a [batch, seq, hidden] model output"), "{e}");

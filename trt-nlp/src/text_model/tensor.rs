@@ -70,7 +70,7 @@ impl OutputRows {
     /// `[rows, seq, ...]` output, which is zero-padded to the longest. Fails on no parts, or on
     /// parts of different names or ranks.
     pub fn concat(parts: &[OutputRows]) -> Result<OutputRows> {
-        let first = parts.first().ok_or_else(|| Error::InvalidConfig("no rows to put together".into()))?;
+        let first = parts.first().ok_or_else(|| Error::EmptyBatch)?;
         let mut inner = first.shape[1..].to_vec();
         for p in parts {
             // Only a `[rows, seq, ...]` output has a sequence axis that may differ.

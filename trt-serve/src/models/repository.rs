@@ -539,7 +539,7 @@ impl Repository {
 /// them out in turn, so each instance sees each shape.
 pub fn warm_up(model: &ConfiguredModel) -> ServeResult<()> {
     let (text_model, outputs) = (model.model(), model.outputs());
-    let devices = text_model.backend().devices().max(1);
+    let devices = text_model.backend().capabilities().devices.max(1);
     let short = "warm up";
     let batch = vec![short; model.max_batch()];
     // Truncated to the model's longest sequence by the tokenizer.

@@ -396,7 +396,7 @@ mod tests {
             self.batches.lock().unwrap().push(x.shape().to_vec());
             let TensorData::F32(v) = x.data() else { unreachable!("declared F32") };
             if v.first().is_some_and(|&f| f < 0.0) {
-                return Err(trt_nlp::Error::InvalidConfig("negative input".into()));
+                return Err(trt_nlp::Error::Runtime { backend: "test double".into(), source: "negative input".into() });
             }
             Ok(vec![Tensor::new("y", x.shape().to_vec(), TensorData::F32(v.iter().map(|f| f * 2.0).collect()))?])
         }

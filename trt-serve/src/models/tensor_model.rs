@@ -337,7 +337,7 @@ mod tests {
             1
         }
         fn run(&self, _: &[(&str, &Tensor)], _: &[&str]) -> trt_nlp::Result<Vec<Tensor>> {
-            Err(trt_nlp::Error::InvalidConfig("the declaring-only test double does not run".into()))
+            Err(trt_nlp::Error::Runtime { backend: "test double".into(), source: "the declaring-only test double does not run".into() })
         }
     }
 
