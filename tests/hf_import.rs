@@ -343,3 +343,51 @@ fn splade_folders_are_read_and_what_they_cannot_be_is_refused() {
     let err = import_err(dir.path()).to_string();
     assert!(err.contains("without SpladePooling"), "{err}");
 }
+
+#[test]
+fn decoder_sliding_windows_read_from_either_config_form() {
+    // As transformers 5 writes them: layer_types; the window less one is the farthest key seen.
+    let qwen2 = HfFolder::open(&fixtures().join("qwen2-embed")).unwrap().arch;
+    let rot = qwen2.rotary.clone().unwrap();
+    assert_eq!((rot.sliding.as_slice(), rot.window, rot.causal, qwen2.kv_heads), (&[false, true][..], 7, true, 2));
+    // gte-Qwen2's hub config: use_sliding_window and max_window_layers, no layer_types.
+    let dir = copy("qwen2-embed");
+    edit_json(&dir.path().join("config.json"), |c| {
+        let o = c.as_object_mut().unwrap();
+        o.remove("layer_types");
+        o.remove("rope_parameters");
+        o.insert("rope_theta".into(), 1000000.0.into());
+    });
+    assert_eq!(HfFolder::open(dir.path()).unwrap().arch.rotary.unwrap(), rot);
+    // use_sliding_window false: no layer slides, whatever sliding_window says (gte-Qwen2-7B-instruct's).
+    let dir = copy("qwen2-embed");
+    edit_json(&dir.path().join("config.json"), |c| {
+        let o = c.as_object_mut().unwrap();
+        o.remove("layer_types");
+        o.insert("use_sliding_window".into(), false.into());
+        o.insert("sliding_window".into(), 131072.into());
+    });
+    assert_eq!(HfFolder::open(dir.path()).unwrap().arch.rotary.unwrap().sliding, vec![false, false]);
+    let err = config_err("qwen2-embed", |c| c["use_sliding_window"] = false.into());
+    assert!(err.contains("layer_types") && err.contains("use_sliding_window true"), "{err}");
+
+    // Mistral: every layer slides; an absent sliding_window is transformers' 4096, null none.
+    let mistral = HfFolder::open(&fixtures().join("mistral-embed")).unwrap().arch;
+    let rot = mistral.rotary.clone().unwrap();
+    assert_eq!((rot.sliding.as_slice(), rot.window, mistral.kv_heads, mistral.head_dim()), (&[true, true][..], 7, 1, 16));
+    let dir = copy("mistral-embed");
+    edit_json(&dir.path().join("config.json"), |c| _ = c.as_object_mut().unwrap().remove("sliding_window"));
+    assert_eq!(HfFolder::open(dir.path()).unwrap().arch.rotary.unwrap().window, 4095);
+    let dir = copy("mistral-embed");
+    edit_json(&dir.path().join("config.json"), |c| c["sliding_window"] = serde_json::Value::Null);
+    assert_eq!(HfFolder::open(dir.path()).unwrap().arch.rotary.unwrap().sliding, vec![false, false]);
+    let cases: [(&str, Edit, &str); 3] = [
+        ("mistral-embed", |c| c["rope_scaling"] = serde_json::json!({"rope_type": "yarn", "factor": 4.0}), "rope_scaling.rope_type 'yarn'"),
+        ("mistral-embed", |c| c["sliding_window"] = 0.into(), "sliding_window"),
+        ("qwen2-embed", |c| c["rope_parameters"]["rope_type"] = "dynamic".into(), "rope_parameters.rope_type 'dynamic'"),
+    ];
+    for (name, edit, what) in cases {
+        let err = config_err(name, edit);
+        assert!(err.contains("config.json") && err.contains(what), "{name} {what}: {err}");
+    }
+}

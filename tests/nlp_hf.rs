@@ -104,7 +104,10 @@ const POST_LN_EMBEDDING_MODELS: [&str; 9] = [
 ];
 
 /// The embedding fixtures of the rotary families (written in standard operators only).
-const ROTARY_EMBEDDING_MODELS: [&str; 3] = ["qwen3-embed", "qwen3-embed-bf16", "modernbert-mean"];
+const ROTARY_EMBEDDING_MODELS: [&str; 5] = ["qwen3-embed", "qwen3-embed-bf16", "modernbert-mean", "qwen2-embed", "mistral-embed"];
+
+/// The decoder embedding fixtures, which pool the last token and ship an instruction prompt.
+const DECODER_EMBEDDING_MODELS: [&str; 4] = ["qwen3-embed", "qwen3-embed-bf16", "qwen2-embed", "mistral-embed"];
 
 /// Every embedding fixture.
 fn embedding_models() -> impl Iterator<Item = &'static str> {
@@ -188,10 +191,11 @@ fn prompts_are_applied_as_sentence_transformers_applies_them() {
 const CLASSIFIERS: [&str; 5] = ["bert-cls3", "distilbert-multilabel", "mpnet-cls2", "xlmr-cls2", "electra-cls2"];
 
 #[test]
-fn qwen3_query_prompt_matches_sentence_transformers() {
+fn decoder_query_prompt_matches_sentence_transformers() {
     // Qwen3-Embedding's instruction prompt on queries, the last token pooled: right padding
-    // (this pipeline's) gives what the reference's left-padded batch gave.
-    for name in ["qwen3-embed", "qwen3-embed-bf16"] {
+    // (this pipeline's) gives what the reference's batch gave, left-padded or right-padded as
+    // its tokenizer_config.json says.
+    for name in DECODER_EMBEDDING_MODELS {
         let r = reference(name);
         let out = tempfile::tempdir().unwrap();
         let model = open(&fixtures().join(name), out.path(), Precision::Fp32);

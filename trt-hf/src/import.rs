@@ -284,7 +284,7 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
     // The fused operators exist for the post-LayerNorm encoders; the rotary
     // families are written in standard operators whatever was asked.
     let form = match (options.form, arch.family) {
-        (Form::Fused, crate::Family::Qwen3 | crate::Family::ModernBert) => {
+        (Form::Fused, family) if family.is_rotary() => {
             tracing::warn!("{}: no fused form for {}; writing the plain graph", folder.dir.display(), arch.model_type);
             Form::Plain
         }

@@ -1,15 +1,19 @@
-//! `config.json` of the rotary families (ModernBERT, Qwen3): their
+//! `config.json` of the rotary families (ModernBERT and the decoders:
+//! Qwen3, Qwen2, Mistral): their
 //! dimensions in [`ArchConfig`]'s shape and their rotary settings in
 //! [`Rotary`], from either form a config takes.
 //!
 //! | setting | transformers 5 writes | hub configs hold |
 //! |---|---|---|
 //! | theta | `rope_parameters.rope_theta`, or per layer type (`rope_parameters.full_attention.rope_theta`) | `rope_theta`; ModernBERT: `global_rope_theta`, `local_rope_theta` |
-//! | which layers slide | `layer_types` (`full_attention` / `sliding_attention`) | ModernBERT: `global_attn_every_n_layers` (layer i is global iff i % n == 0) |
+//! | which layers slide | `layer_types` (`full_attention` / `sliding_attention`) | ModernBERT: `global_attn_every_n_layers` (layer i is global iff i % n == 0); Qwen2: layers i >= `max_window_layers` when `use_sliding_window`; Mistral: every layer when `sliding_window` is set (absent: 4096, as transformers defaults it) |
+//! | window | ModernBERT: `local_attention` (half of it either side) | decoders: `sliding_window` (the key j of query i is seen iff i - sliding_window < j <= i) |
 //! | scaling | `rope_parameters.rope_type` | `rope_scaling` |
 //!
 //! What the graph does not compute is refused by name (rope scaling other
-//! than `default`, biases, Qwen3's sliding window), never imported wrong.
+//! than `default`, biases the family does not have, Qwen3's sliding window),
+//! never imported wrong. Qwen2's q/k/v biases and Mistral's lack of any are
+//! fixed by their modeling code, not by a config field.
 
 use crate::arch::{Activation, ArchConfig, Family, Rotary, Task, MAX_DIM, MAX_LAYERS};
 use crate::json::Fields;
@@ -57,7 +61,8 @@ pub(crate) fn read(
     };
     let bias_fields: &[&str] = match family {
         Family::ModernBert => &["attention_bias", "mlp_bias", "norm_bias"],
-        _ => &["attention_bias", "mlp_bias"],
+        Family::Qwen3 => &["attention_bias", "mlp_bias"],
+        _ => &[],
     };
     for field in bias_fields {
         if f.opt_bool(field)? == Some(true) {
@@ -66,7 +71,7 @@ pub(crate) fn read(
     }
     let rotary = match family {
         Family::ModernBert => modernbert_rotary(f, layers)?,
-        _ => qwen3_rotary(f, layers)?,
+        _ => decoder_rotary(f, family, layers)?,
     };
     for t in [rotary.theta, rotary.local_theta] {
         if t <= 1.0 {
@@ -138,11 +143,8 @@ fn layer_types(f: &Fields, layers: usize, allowed: &[&str]) -> Result<Option<Vec
         .map(Some)
 }
 
-fn qwen3_rotary(f: &Fields, layers: usize) -> Result<Rotary> {
-    if f.opt_bool("use_sliding_window")? == Some(true) {
-        return Err(unsupported(f, "use_sliding_window true".into(), &["use_sliding_window false (full causal attention)"]));
-    }
-    layer_types(f, layers, &["full_attention"])?;
+/// A decoder's rotary theta and sliding layers.
+fn decoder_rotary(f: &Fields, family: Family, layers: usize) -> Result<Rotary> {
     check_rope_scaling(f)?;
     let nested = match f.object("rope_parameters")? {
         Some(p) => rope_object(&p, "rope_parameters.")?,
@@ -152,7 +154,58 @@ fn qwen3_rotary(f: &Fields, layers: usize) -> Result<Rotary> {
         Some(t) => t,
         None => f.opt_f64("rope_theta")?.unwrap_or(10000.0),
     };
-    Ok(Rotary { theta, local_theta: theta, sliding: vec![false; layers], window: 0, causal: true })
+    let (sliding, window) = match family {
+        Family::Qwen2 => qwen2_sliding(f, layers)?,
+        Family::Mistral => match mistral_window(f)? {
+            Some(w) => (vec![true; layers], w),
+            None => (vec![false; layers], 0),
+        },
+        _ => {
+            if f.opt_bool("use_sliding_window")? == Some(true) {
+                return Err(unsupported(f, "use_sliding_window true".into(), &["use_sliding_window false (full causal attention)"]));
+            }
+            layer_types(f, layers, &["full_attention"])?;
+            (vec![false; layers], 0)
+        }
+    };
+    Ok(Rotary { theta, local_theta: theta, sliding, window, causal: true })
+}
+
+/// `sliding_window` as the largest distance i - j a sliding layer sees
+/// (`sliding_window - 1`), when given.
+fn window_field(f: &Fields) -> Result<Option<usize>> {
+    match f.opt_usize("sliding_window")? {
+        Some(_) => Ok(Some(f.count("sliding_window", MAX_DIM)? - 1)),
+        None => Ok(None),
+    }
+}
+
+/// Mistral: `sliding_window` applies to every layer; absent, transformers' default 4096; null, none.
+fn mistral_window(f: &Fields) -> Result<Option<usize>> {
+    if !f.map().contains_key("sliding_window") {
+        return Ok(Some(4096 - 1));
+    }
+    window_field(f)
+}
+
+/// Qwen2: the window applies only with `use_sliding_window`, to the layers
+/// `layer_types` names, else to layers from `max_window_layers` on.
+fn qwen2_sliding(f: &Fields, layers: usize) -> Result<(Vec<bool>, usize)> {
+    let window = if f.opt_bool("use_sliding_window")?.unwrap_or(false) { window_field(f)? } else { None };
+    let sliding = match layer_types(f, layers, &["full_attention", "sliding_attention"])? {
+        Some(s) => s,
+        None => {
+            let from = if window.is_some() { f.opt_usize("max_window_layers")?.unwrap_or(28) } else { layers };
+            (0..layers).map(|i| i >= from).collect()
+        }
+    };
+    match window {
+        Some(w) => Ok((sliding, w)),
+        None if sliding.contains(&true) => {
+            Err(f.error("layer_types", "sliding_attention layers need use_sliding_window true and a sliding_window"))
+        }
+        None => Ok((sliding, 0)),
+    }
 }
 
 fn modernbert_rotary(f: &Fields, layers: usize) -> Result<Rotary> {

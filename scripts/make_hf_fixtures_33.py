@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""Make small HuggingFace model folders of more families (Qwen2 and Mistral decoder embedders, NomicBERT,
+GTE) and the reference outputs the real libraries compute from them, for the Rust HuggingFace-folder
+importer's tests. A companion of make_hf_fixtures.py and make_hf_fixtures_32.py: same conventions (tiny
+random-weight models, small deterministic tokenizers trained on the same corpus, the same 16 texts
+including empty, unicode and three texts longer than the length limit, the same reference JSON layout);
+their helpers are imported from there.
+
+Folders written under --out (each by the libraries themselves: transformers `save_pretrained`,
+sentence-transformers `SentenceTransformer.save`):
+
+  qwen2-embed     Qwen2Model as gte-Qwen2 is built: q/k/v biases, no q/k norm, grouped-query attention
+                  (4 heads / 2 KV heads), use_sliding_window with max_window_layers 1 and sliding_window 8
+                  (layer 1 attends the last 8 positions only) + last-token pooling + Normalize,
+                  max_seq_length 48; the Qwen tokenizer whose post-processor appends <|endoftext|>,
+                  padding_side left.
+  mistral-embed   MistralModel as e5-mistral is built: no biases, 4 heads / 1 KV head of head_dim 16
+                  (heads * head_dim is twice the hidden size), sliding_window 8 on every layer +
+                  last-token pooling + Normalize, max_seq_length 48; a byte-level BPE with Llama's
+                  <unk> <s> </s>, a `<s> $A </s>` post-processor, pad token </s>, padding_side right.
+
+References go to references/<name>.json; every number in them is computed by transformers /
+sentence-transformers / torch on the folder as written (reloaded from disk), nothing by hand except the
+cross-checks, which only assert.
+
+Usage:
+  HF_HUB_OFFLINE=1 python scripts/make_hf_fixtures_33.py --out tests/data/hf [--only NAME ...]
+"""
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from make_hf_fixtures import (  # noqa: E402
+    HEADS,
+    HIDDEN,
+    INTERMEDIATE,
+    TEXTS,
+    VOCAB_SIZE,
+    WEIGHT_STD,
+    check_autotokenizer,
+    check_tokenizer_json,
+    f32list,
+    min_pairwise_cos_distance,
+    randomize,
+    save_hf,
+    tidy,
+    train_byte_level_bpe,
+    unpadded_ids,
+    versions,
+    write_json,
+)
+from make_hf_fixtures_32 import (  # noqa: E402
+    QWEN3_EMBED_PROMPTS,
+    check_prompted_ids,
+    qwen_tokenizer,
+    read_json,
+    safetensors_index,
+    tokenizer_json_summary,
+)
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from sentence_transformers import SentenceTransformer  # noqa: E402
+from sentence_transformers.sentence_transformer import modules as st_models  # noqa: E402
+from tokenizers import AddedToken, Tokenizer, decoders, pre_tokenizers, processors  # noqa: E402
+from tokenizers import models as tok_models  # noqa: E402
+
+DECODER_MAX_SEQ = 48
+DECODER_MAX_POS = 128
+SLIDING_WINDOW = 8
+
+# ---------------------------------------------------------------------------
+# Decoder embedders (Qwen2, Mistral): one builder, one reference writer
+# ---------------------------------------------------------------------------
+
+MISTRAL_SPECIALS = ["<unk>", "<s>", "</s>"]
+
+
+def mistral_tokenizer(model_max_length):
+    """As e5-mistral's (a Llama tokenizer with add_eos_token): <unk> <s> </s> first, `<s> $A </s>`
+    post-processor, pad </s>, right padding. Byte-level BPE stands in for the sentencepiece model."""
+    vocab, merges = train_byte_level_bpe(MISTRAL_SPECIALS, vocab_size=VOCAB_SIZE)
+    tok = Tokenizer(tok_models.BPE(vocab=vocab, merges=merges))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in MISTRAL_SPECIALS])
+    bos, eos = tok.token_to_id("<s>"), tok.token_to_id("</s>")
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s>:0 $A:0 </s>:0",
+        pair="<s>:0 $A:0 </s>:0 <s>:1 $B:1 </s>:1",
+        special_tokens=[("<s>", bos), ("</s>", eos)],
+    )
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="</s>",
+        model_max_length=model_max_length,
+        padding_side="right",
+        model_input_names=["input_ids", "attention_mask"],
+    )
+
+
+def build_decoder_st(hf_dir, folder, seed):
+    torch.manual_seed(seed)
+    st = SentenceTransformer(
+        modules=[
+            st_models.Transformer(hf_dir, max_seq_length=DECODER_MAX_SEQ),
+            st_models.Pooling(HIDDEN, pooling_mode="lasttoken"),
+            st_models.Normalize(),
+        ],
+        device="cpu",
+        prompts=dict(QWEN3_EMBED_PROMPTS),
+        default_prompt_name=None,
+        similarity_fn_name="cosine",
+    )
+    if os.path.exists(folder):
+        shutil.rmtree(folder)
+    st.save(folder, create_model_card=False)
+    tidy(folder)
+
+
+def decoder_embed_reference(name, folder, tok, eos_token, padding_side, sliding_layers):
+    """Reloads the folder and records what sentence-transformers computes; asserts the tokenizer's
+    padding side and appended end token, that eager attention agrees, and that the window changes
+    exactly the texts longer than it on the sliding layers."""
+    st = SentenceTransformer(folder, device="cpu")
+    st.eval()
+    am = st[0].auto_model
+    cfg = am.config
+    max_len = st.max_seq_length
+    check_autotokenizer(folder, tok, TEXTS)
+    feats = st.preprocess(TEXTS)
+    mask = feats["attention_mask"]
+    padded_at = 0 if padding_side == "left" else -1
+    if st.tokenizer.padding_side != padding_side or (mask[:, padded_at] == 0).sum() == 0:
+        raise SystemExit(f"{name}: sentence-transformers did not pad on the {padding_side}")
+    ids = unpadded_ids(feats)
+    eos = tok.convert_tokens_to_ids(eos_token)
+    if any(t[-1] != eos for t in ids):
+        raise SystemExit(f"{name}: not every text ends with {eos_token}")
+    check_tokenizer_json(folder, TEXTS, ids, max_len)
+    q_prompt = st.prompts["query"]
+    q_ids = check_prompted_ids(st, TEXTS, q_prompt, name)
+    check_tokenizer_json(folder, [q_prompt + t for t in TEXTS], q_ids, max_len)
+    emb = st.encode(TEXTS, convert_to_numpy=True)
+    q_emb = st.encode(TEXTS, prompt_name="query", convert_to_numpy=True)
+    single = np.stack([st.encode([t], convert_to_numpy=True)[0] for t in TEXTS])
+    if not np.allclose(single, emb, atol=1e-5):
+        raise SystemExit(f"{name}: batched ({padding_side} padded) and one-by-one embeddings differ")
+    eager = SentenceTransformer(folder, device="cpu", model_kwargs={"attn_implementation": "eager"})
+    if not np.allclose(eager.encode(TEXTS, convert_to_numpy=True), emb, atol=1e-5):
+        raise SystemExit(f"{name}: eager and {cfg._attn_implementation} attention differ")
+    # The window matters for exactly the texts longer than it (they have a key it hides).
+    wide = SentenceTransformer(folder, device="cpu")
+    wide[0].auto_model.config.sliding_window = 10_000
+    wide_emb = wide.encode(TEXTS, convert_to_numpy=True)
+    for i, t_ids in enumerate(ids):
+        differs = not np.allclose(wide_emb[i], emb[i], atol=1e-6)
+        if differs != (len(t_ids) > SLIDING_WINDOW):
+            raise SystemExit(f"{name}: text {i} ({len(t_ids)} tokens): window effect {differs}")
+    layer_types = list(getattr(cfg, "layer_types", None) or [])
+    print(f"{name}: max_seq_length={max_len} attn={cfg._attn_implementation} sliding_window={cfg.sliding_window}"
+          f" sliding layers={sliding_layers} texts past the window={sum(len(t) > SLIDING_WINDOW for t in ids)}"
+          f" min pairwise cosine distance={min_pairwise_cos_distance(emb):.4f}")
+    return {
+        "name": name,
+        "family": cfg.model_type,
+        "layout": "st5",
+        "kind": "embedding",
+        "versions": versions(),
+        "max_seq_length": max_len,
+        "pooling": ["lasttoken"],
+        "normalize": True,
+        "padding_side": padding_side,
+        "eos_appended_by_post_processor": eos_token,
+        "eos_id": eos,
+        "pad_id": st.tokenizer.pad_token_id,
+        "prompts": st.prompts,
+        "default_prompt_name": st.default_prompt_name,
+        "similarity_fn_name": st.similarity_fn_name,
+        "attn_implementation": cfg._attn_implementation,
+        "rope_parameters": cfg.rope_parameters,
+        "num_attention_heads": cfg.num_attention_heads,
+        "num_key_value_heads": cfg.num_key_value_heads,
+        "head_dim": getattr(am.layers[0].self_attn, "head_dim"),
+        "sliding_window": cfg.sliding_window,
+        "layer_types": layer_types,
+        "sliding_layers": sliding_layers,
+        "sliding_window_rule": "on sliding layers query i attends key j iff i - sliding_window < j <= i "
+        "(and j is not padding); on the others iff j <= i",
+        "rms_norm_eps": cfg.rms_norm_eps,
+        "hidden_act": cfg.hidden_act,
+        "weights": safetensors_index(os.path.join(folder, "model.safetensors")),
+        "tokenizer": tokenizer_json_summary(folder),
+        "texts": TEXTS,
+        "input_ids": ids,
+        "embeddings": f32list(emb),
+        "input_ids_by_prompt": {"query": q_ids, "document": ids},
+        "embeddings_by_prompt": {"query": f32list(q_emb), "document": f32list(emb)},
+    }
+
+
+def make_qwen2(out, tmp):
+    name = "qwen2-embed"
+    folder = os.path.join(out, name)
+    hf_dir = os.path.join(tmp, name + "-hf")
+    tok = qwen_tokenizer(131072, append_eos=True, padding_side="left")
+    cfg = transformers.Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=HIDDEN,
+        intermediate_size=INTERMEDIATE,
+        num_hidden_layers=2,
+        num_attention_heads=HEADS,
+        num_key_value_heads=2,
+        hidden_act="silu",
+        max_position_embeddings=DECODER_MAX_POS,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        use_sliding_window=True,
+        sliding_window=SLIDING_WINDOW,
+        max_window_layers=1,
+        initializer_range=WEIGHT_STD,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=None,
+        eos_token_id=tok.convert_tokens_to_ids("<|endoftext|>"),
+    )
+    model = randomize(transformers.Qwen2Model(cfg), 601)
+    model.eval()
+    if model.config.layer_types != ["full_attention", "sliding_attention"]:
+        raise SystemExit(f"{name}: layer types {model.config.layer_types}")
+    save_hf(model, tok, hf_dir)
+    build_decoder_st(hf_dir, folder, 601)
+    ref = decoder_embed_reference(name, folder, tok, "<|endoftext|>", "left", [1])
+    saved = read_json(os.path.join(folder, "config.json"))
+    # Hub gte-Qwen2 configs name the window by use_sliding_window / max_window_layers, not layer_types.
+    legacy = {k: v for k, v in saved.items() if k not in ("layer_types", "rope_parameters")}
+    legacy["rope_theta"] = 1000000.0
+    if transformers.Qwen2Config.from_dict(legacy).layer_types != model.config.layer_types:
+        raise SystemExit(f"{name}: the legacy config keys do not load to the same layer types")
+    ref["config_legacy_equivalent"] = {"use_sliding_window": True, "max_window_layers": 1, "rope_theta": 1000000.0}
+    write_json(os.path.join(out, "references", name + ".json"), ref)
+
+
+def make_mistral(out, tmp):
+    name = "mistral-embed"
+    folder = os.path.join(out, name)
+    hf_dir = os.path.join(tmp, name + "-hf")
+    tok = mistral_tokenizer(DECODER_MAX_POS)
+    cfg = transformers.MistralConfig(
+        vocab_size=len(tok),
+        hidden_size=HIDDEN,
+        intermediate_size=INTERMEDIATE,
+        num_hidden_layers=2,
+        num_attention_heads=HEADS,
+        num_key_value_heads=1,
+        head_dim=16,
+        hidden_act="silu",
+        max_position_embeddings=DECODER_MAX_POS,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        sliding_window=SLIDING_WINDOW,
+        initializer_range=WEIGHT_STD,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
+    model = randomize(transformers.MistralModel(cfg), 701)
+    model.eval()
+    save_hf(model, tok, hf_dir)
+    build_decoder_st(hf_dir, folder, 701)
+    ref = decoder_embed_reference(name, folder, tok, "</s>", "right", [0, 1])
+    write_json(os.path.join(out, "references", name + ".json"), ref)
+
+
+NAMES = ["qwen2-embed", "mistral-embed"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, help="output folder, e.g. tests/data/hf")
+    ap.add_argument("--only", nargs="*", default=None, choices=NAMES, help="make only these names")
+    args = ap.parse_args()
+    out = os.path.abspath(args.out)
+    os.makedirs(os.path.join(out, "references"), exist_ok=True)
+    torch.manual_seed(0)
+    np.random.seed(0)
+    makers = {"qwen2-embed": make_qwen2, "mistral-embed": make_mistral}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in NAMES:
+            if args.only is None or n in args.only:
+                makers[n](out, tmp)
+
+
+if __name__ == "__main__":
+    main()
