@@ -44,9 +44,12 @@ pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig, rot: &Rotary) -> Re
         }
         .clone();
         let a = rotary::rms_norm(g, &x, &t("input_layernorm", &[h])?, eps, &format!("{name}/input_layernorm"));
-        let q = g.linear(&a, &t("self_attn.q_proj", &[q_rows, h])?, b("self_attn.q_proj", q_rows)?.as_ref(), &format!("{name}/attention/q"));
-        let k = g.linear(&a, &t("self_attn.k_proj", &[kv_rows, h])?, b("self_attn.k_proj", kv_rows)?.as_ref(), &format!("{name}/attention/k"));
-        let v = g.linear(&a, &t("self_attn.v_proj", &[kv_rows, h])?, b("self_attn.v_proj", kv_rows)?.as_ref(), &format!("{name}/attention/v"));
+        let q =
+            g.linear(&a, &t("self_attn.q_proj", &[q_rows, h])?, b("self_attn.q_proj", q_rows)?.as_ref(), &format!("{name}/attention/q"));
+        let k =
+            g.linear(&a, &t("self_attn.k_proj", &[kv_rows, h])?, b("self_attn.k_proj", kv_rows)?.as_ref(), &format!("{name}/attention/k"));
+        let v =
+            g.linear(&a, &t("self_attn.v_proj", &[kv_rows, h])?, b("self_attn.v_proj", kv_rows)?.as_ref(), &format!("{name}/attention/v"));
         let norms = if qk_norm { Some((t("self_attn.q_norm", &[d])?, t("self_attn.k_norm", &[d])?)) } else { None };
         let norm = norms.as_ref().map(|(q, k)| QkNorm { q, k, eps });
         let a = rotary::attention(g, &q, &k, &v, heads, norm, &rope, &bias, &format!("{name}/attention"));
