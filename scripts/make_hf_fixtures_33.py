@@ -18,6 +18,13 @@ sentence-transformers `SentenceTransformer.save`):
                   (heads * head_dim is twice the hidden size), sliding_window 8 on every layer +
                   last-token pooling + Normalize, max_seq_length 48; a byte-level BPE with Llama's
                   <unk> <s> </s>, a `<s> $A </s>` post-processor, pad token </s>, padding_side right.
+  nomic-mean      NomicBertModel as nomic-embed-text-v1.5 is built (post-LayerNorm, rotary theta 1000, gated
+                  SiLU, no biases, two token types) + mean pooling + Normalize, max_seq_length 48, BERT's
+                  WordPiece tokenizer. transformers writes the hub's weight names (emb_ln, attn.Wqkv, fc11,
+                  fc12, fc2, norm1, norm2), which is what the importer reads.
+  gte-cls         GteModel as gte-multilingual-base is built (post-LayerNorm, rotary theta 160000, gated GELU,
+                  q/k/v/o and down-projection biases, one token type) + CLS pooling + Normalize; the hub's
+                  weight names (attention.qkv_proj, mlp.up_gate_proj, attn_ln, mlp_ln).
 
 References go to references/<name>.json; every number in them is computed by transformers /
 sentence-transformers / torch on the folder as written (reloaded from disk), nothing by hand except the
@@ -42,6 +49,7 @@ from make_hf_fixtures import (  # noqa: E402
     TEXTS,
     VOCAB_SIZE,
     WEIGHT_STD,
+    bert_tokenizer,
     check_autotokenizer,
     check_tokenizer_json,
     f32list,
@@ -281,7 +289,99 @@ def make_mistral(out, tmp):
     write_json(os.path.join(out, "references", name + ".json"), ref)
 
 
-NAMES = ["qwen2-embed", "mistral-embed"]
+# ---------------------------------------------------------------------------
+# Rotary post-LayerNorm encoders (NomicBERT, GTE)
+# ---------------------------------------------------------------------------
+
+ENCODER_MAX_POS = 64
+ENCODER_MAX_SEQ = 48
+
+
+def make_rotary_encoder(out, tmp, name, config_cls, model_cls, pooling, seed, **extra):
+    folder = os.path.join(out, name)
+    hf_dir = os.path.join(tmp, name + "-hf")
+    tok = bert_tokenizer(ENCODER_MAX_POS)
+    cfg = config_cls(
+        vocab_size=len(tok),
+        hidden_size=HIDDEN,
+        intermediate_size=INTERMEDIATE,
+        num_hidden_layers=2,
+        num_attention_heads=HEADS,
+        max_position_embeddings=ENCODER_MAX_POS,
+        initializer_range=WEIGHT_STD,
+        pad_token_id=tok.pad_token_id,
+        **extra,
+    )
+    model = randomize(model_cls(cfg), seed)
+    model.eval()
+    save_hf(model, tok, hf_dir)
+    check_autotokenizer(hf_dir, tok, TEXTS)
+    torch.manual_seed(seed)
+    st = SentenceTransformer(
+        modules=[
+            st_models.Transformer(hf_dir, max_seq_length=ENCODER_MAX_SEQ),
+            st_models.Pooling(HIDDEN, pooling_mode=pooling),
+            st_models.Normalize(),
+        ],
+        device="cpu",
+    )
+    if os.path.exists(folder):
+        shutil.rmtree(folder)
+    st.save(folder, create_model_card=False)
+    tidy(folder)
+
+    st = SentenceTransformer(folder, device="cpu")
+    st.eval()
+    am = st[0].auto_model
+    feats = st.preprocess(TEXTS)
+    ids = unpadded_ids(feats)
+    check_tokenizer_json(folder, TEXTS, ids, st.max_seq_length)
+    emb = st.encode(TEXTS, convert_to_numpy=True)
+    eager = SentenceTransformer(folder, device="cpu", model_kwargs={"attn_implementation": "eager"})
+    if not np.allclose(eager.encode(TEXTS, convert_to_numpy=True), emb, atol=1e-5):
+        raise SystemExit(f"{name}: eager and {am.config._attn_implementation} attention differ")
+    single = np.stack([st.encode([t], convert_to_numpy=True)[0] for t in TEXTS])
+    if not np.allclose(single, emb, atol=1e-5):
+        raise SystemExit(f"{name}: batched and one-by-one embeddings differ")
+    print(f"{name}: max_seq_length={st.max_seq_length} attn={am.config._attn_implementation}"
+          f" token_type_ids fed={'token_type_ids' in feats} min pairwise cosine distance="
+          f"{min_pairwise_cos_distance(emb):.4f}")
+    ref = {
+        "name": name,
+        "family": am.config.model_type,
+        "layout": "st5",
+        "kind": "embedding",
+        "versions": versions(),
+        "max_seq_length": st.max_seq_length,
+        "pooling": [pooling],
+        "normalize": True,
+        "attn_implementation": am.config._attn_implementation,
+        "rope_parameters": am.config.rope_parameters,
+        "hidden_act": am.config.hidden_act,
+        "layer_norm_eps": am.config.layer_norm_eps,
+        "type_vocab_size": am.config.type_vocab_size,
+        "token_type_ids_fed": "token_type_ids" in feats,
+        "weights": safetensors_index(os.path.join(folder, "model.safetensors")),
+        "texts": TEXTS,
+        "input_ids": ids,
+        "embeddings": f32list(emb),
+    }
+    write_json(os.path.join(out, "references", name + ".json"), ref)
+
+
+def make_nomic(out, tmp):
+    make_rotary_encoder(out, tmp, "nomic-mean", transformers.NomicBertConfig, transformers.NomicBertModel, "mean", 801,
+                        hidden_act="silu", type_vocab_size=2, layer_norm_eps=1e-12,
+                        rope_parameters={"rope_type": "default", "rope_theta": 1000.0})
+
+
+def make_gte(out, tmp):
+    make_rotary_encoder(out, tmp, "gte-cls", transformers.GteConfig, transformers.GteModel, "cls", 901,
+                        hidden_act="gelu", type_vocab_size=1, layer_norm_eps=1e-12,
+                        rope_parameters={"rope_type": "default", "rope_theta": 160000.0})
+
+
+NAMES = ["qwen2-embed", "mistral-embed", "nomic-mean", "gte-cls"]
 
 
 def main():
@@ -293,7 +393,7 @@ def main():
     os.makedirs(os.path.join(out, "references"), exist_ok=True)
     torch.manual_seed(0)
     np.random.seed(0)
-    makers = {"qwen2-embed": make_qwen2, "mistral-embed": make_mistral}
+    makers = {"qwen2-embed": make_qwen2, "mistral-embed": make_mistral, "nomic-mean": make_nomic, "gte-cls": make_gte}
     with tempfile.TemporaryDirectory() as tmp:
         for n in NAMES:
             if args.only is None or n in args.only:

@@ -40,7 +40,7 @@ fn assert_ok(o: &Output, what: &str) {
 
 /// Every fixture family; only the TensorRT build test walks them all.
 #[cfg(feature = "tensorrt")]
-const FAMILIES: [&str; 22] = [
+const FAMILIES: [&str; 24] = [
     "bert-hub",
     "bert-st5",
     "bert-multi",
@@ -61,6 +61,8 @@ const FAMILIES: [&str; 22] = [
     "qwen3-reranker",
     "qwen2-embed",
     "mistral-embed",
+    "nomic-mean",
+    "gte-cls",
     "bert-ner",
     "splade",
 ];

@@ -391,3 +391,73 @@ fn decoder_sliding_windows_read_from_either_config_form() {
         assert!(err.contains("config.json") && err.contains(what), "{name} {what}: {err}");
     }
 }
+
+#[test]
+fn nomic_hub_config_fields_read_as_transformers_writes_them() {
+    let written = HfFolder::open(&fixtures().join("nomic-mean")).unwrap().arch;
+    assert_eq!(
+        (written.rotary.as_ref().unwrap().theta, written.type_vocab_size, written.rotary.as_ref().unwrap().causal),
+        (1000.0, 2, false)
+    );
+    // nomic-embed-text-v1.5's config.json names the same model with GPT-2's field names and remote-code switches.
+    let dir = copy("nomic-mean");
+    edit_json(&dir.path().join("config.json"), |c| {
+        let o = c.as_object_mut().unwrap();
+        for (native, hub) in [
+            ("hidden_size", "n_embd"),
+            ("num_attention_heads", "n_head"),
+            ("num_hidden_layers", "n_layer"),
+            ("intermediate_size", "n_inner"),
+            ("max_position_embeddings", "n_positions"),
+            ("layer_norm_eps", "layer_norm_epsilon"),
+        ] {
+            let v = o.remove(native).unwrap();
+            o.insert(hub.into(), v);
+        }
+        o.remove("hidden_act");
+        o.remove("rope_parameters");
+        let hub = serde_json::json!({
+            "activation_function": "swiglu", "rotary_emb_base": 1000, "rotary_emb_fraction": 1.0,
+            "rotary_emb_interleaved": false, "rotary_scaling_factor": null, "rotary_emb_scale_base": null,
+            "qkv_proj_bias": false, "mlp_fc1_bias": false, "mlp_fc2_bias": false, "prenorm": false,
+            "parallel_block": false, "use_rms_norm": false, "causal": false,
+            "auto_map": {"AutoModel": "nomic-ai/nomic-bert-2048--modeling_hf_nomic_bert.NomicBertModel"},
+        });
+        o.extend(hub.as_object().unwrap().clone());
+    });
+    let hub = HfFolder::open(dir.path()).unwrap().arch;
+    assert_eq!(
+        (hub.hidden, hub.heads, hub.layers, hub.intermediate, hub.max_positions, hub.layer_norm_eps, hub.act, &hub.rotary),
+        (
+            written.hidden,
+            written.heads,
+            written.layers,
+            written.intermediate,
+            written.max_positions,
+            written.layer_norm_eps,
+            written.act,
+            &written.rotary
+        )
+    );
+    let out = tempfile::tempdir().unwrap();
+    import(dir.path(), out.path(), &ImportOptions::default()).unwrap();
+    // What the graph does not compute is refused by name.
+    let cases: [(&str, Edit, &str); 8] = [
+        ("nomic-mean", |c| c["rotary_emb_fraction"] = 0.5.into(), "rotary_emb_fraction 0.5"),
+        ("nomic-mean", |c| c["prenorm"] = true.into(), "prenorm true"),
+        ("nomic-mean", |c| c["qkv_proj_bias"] = true.into(), "qkv_proj_bias true"),
+        ("nomic-mean", |c| c["rotary_scaling_factor"] = 2.0.into(), "rotary_scaling_factor 2.0"),
+        ("nomic-mean", |c| c["rotary_emb_interleaved"] = true.into(), "rotary_emb_interleaved true"),
+        ("gte-cls", |c| c["rope_scaling"] = serde_json::json!({"type": "ntk", "factor": 2.0}), "rope_scaling.rope_type 'ntk'"),
+        ("gte-cls", |c| c["pack_qkv"] = false.into(), "pack_qkv false"),
+        ("gte-cls", |c| c["logn_attention_scale"] = true.into(), "logn_attention_scale true"),
+    ];
+    for (name, edit, what) in cases {
+        let err = config_err(name, edit);
+        assert!(err.contains("config.json") && err.contains(what), "{name} {what}: {err}");
+    }
+    // Alibaba-NLP's remote-code GTE calls itself `new`: the same family.
+    let dir = copy("gte-cls");
+    edit_json(&dir.path().join("config.json"), |c| c["model_type"] = "new".into());
+    assert_eq!(HfFolder::open(dir.path()).unwrap().arch.family, trt_hf::Family::Gte);
+}

@@ -104,7 +104,8 @@ const POST_LN_EMBEDDING_MODELS: [&str; 9] = [
 ];
 
 /// The embedding fixtures of the rotary families (written in standard operators only).
-const ROTARY_EMBEDDING_MODELS: [&str; 5] = ["qwen3-embed", "qwen3-embed-bf16", "modernbert-mean", "qwen2-embed", "mistral-embed"];
+const ROTARY_EMBEDDING_MODELS: [&str; 7] =
+    ["qwen3-embed", "qwen3-embed-bf16", "modernbert-mean", "qwen2-embed", "mistral-embed", "nomic-mean", "gte-cls"];
 
 /// The decoder embedding fixtures, which pool the last token and ship an instruction prompt.
 const DECODER_EMBEDDING_MODELS: [&str; 4] = ["qwen3-embed", "qwen3-embed-bf16", "qwen2-embed", "mistral-embed"];

@@ -6,7 +6,7 @@
 //! | families | fields read |
 //! |---|---|
 //! | BERT, ELECTRA, RoBERTa, XLM-R, CamemBERT, DistilBERT, MPNet | `hidden_size` (`dim`), heads, layers, positions, token types, `layer_norm_eps`, `hidden_act` |
-//! | ModernBERT, Qwen3, Qwen2, Mistral | the same dimensions, plus grouped-query heads, `head_dim`, rotary thetas and which layers attend within a window ([`Rotary`]); both the `rope_parameters` / `layer_types` form transformers 5 writes and the older top-level fields hub configs hold |
+//! | ModernBERT, NomicBERT, GTE, Qwen3, Qwen2, Mistral | the same dimensions, plus grouped-query heads, `head_dim`, rotary thetas and which layers attend within a window ([`Rotary`]); both the `rope_parameters` / `layer_types` form transformers 5 writes and the older top-level fields hub configs hold |
 
 use std::path::Path;
 
@@ -33,18 +33,22 @@ pub enum Family {
     Qwen2,
     /// Mistral (Qwen3's decoder without q/k norm; every layer within a sliding window when set).
     Mistral,
+    /// NomicBERT (post-LayerNorm, rotary positions, gated SiLU, no biases).
+    NomicBert,
+    /// GTE (NomicBERT's layout with biases and gated GELU).
+    Gte,
 }
 
 impl Family {
-    /// Whether the family is one of the rotary ones (ModernBERT, the decoders), whose config
+    /// Whether the family is one of the rotary ones (ModernBERT, NomicBERT, GTE, the decoders), whose config
     /// [`crate::rotary_config`] reads and which have no fused form.
     pub fn is_rotary(self) -> bool {
-        matches!(self, Family::ModernBert | Family::Qwen3 | Family::Qwen2 | Family::Mistral)
+        !matches!(self, Family::Bert | Family::Roberta | Family::DistilBert | Family::MpNet)
     }
 }
 
 /// `model_type` values and their family.
-pub const MODEL_TYPES: [(&str, Family); 11] = [
+pub const MODEL_TYPES: [(&str, Family); 14] = [
     ("bert", Family::Bert),
     ("electra", Family::Bert),
     ("roberta", Family::Roberta),
@@ -56,6 +60,10 @@ pub const MODEL_TYPES: [(&str, Family); 11] = [
     ("qwen3", Family::Qwen3),
     ("qwen2", Family::Qwen2),
     ("mistral", Family::Mistral),
+    ("nomic_bert", Family::NomicBert),
+    ("gte", Family::Gte),
+    // Alibaba-NLP's remote-code GTE (gte-base-en-v1.5, gte-multilingual-base): the same layout.
+    ("new", Family::Gte),
 ];
 
 /// The feed-forward activation (`hidden_act`).

@@ -1,11 +1,13 @@
-//! `config.json` of the rotary families (ModernBERT and the decoders:
-//! Qwen3, Qwen2, Mistral): their
+//! `config.json` of the rotary families (ModernBERT, NomicBERT, GTE and the
+//! decoders: Qwen3, Qwen2, Mistral): their
 //! dimensions in [`ArchConfig`]'s shape and their rotary settings in
 //! [`Rotary`], from either form a config takes.
 //!
 //! | setting | transformers 5 writes | hub configs hold |
 //! |---|---|---|
-//! | theta | `rope_parameters.rope_theta`, or per layer type (`rope_parameters.full_attention.rope_theta`) | `rope_theta`; ModernBERT: `global_rope_theta`, `local_rope_theta` |
+//! | theta | `rope_parameters.rope_theta`, or per layer type (`rope_parameters.full_attention.rope_theta`) | `rope_theta`; ModernBERT: `global_rope_theta`, `local_rope_theta`; NomicBERT: `rotary_emb_base` |
+//! | dimensions | `hidden_size`, `num_attention_heads`, `num_hidden_layers`, `intermediate_size`, `max_position_embeddings`, `layer_norm_eps`, `hidden_act` | NomicBERT (nomic-embed-text-v1.5): `n_embd`, `n_head`, `n_layer`, `n_inner`, `n_positions`, `layer_norm_epsilon`, `activation_function` (`swiglu`) |
+//! | switches of the remote code | - | NomicBERT: `qkv_proj_bias`, `mlp_fc1_bias`, `mlp_fc2_bias`, `prenorm`, `parallel_block`, `use_rms_norm`, `causal`, `rotary_emb_fraction` (1.0), `rotary_emb_interleaved`, `rotary_scaling_factor`; GTE: `pack_qkv`, `logn_attention_scale`, `layer_norm_type`, `position_embedding_type` (`rope`) |
 //! | which layers slide | `layer_types` (`full_attention` / `sliding_attention`) | ModernBERT: `global_attn_every_n_layers` (layer i is global iff i % n == 0); Qwen2: layers i >= `max_window_layers` when `use_sliding_window`; Mistral: every layer when `sliding_window` is set (absent: 4096, as transformers defaults it) |
 //! | window | ModernBERT: `local_attention` (half of it either side) | decoders: `sliding_window` (the key j of query i is seen iff i - sliding_window < j <= i) |
 //! | scaling | `rope_parameters.rope_type` | `rope_scaling` |
@@ -29,9 +31,17 @@ pub(crate) fn read(
     labels: Vec<String>,
     problem_type: Option<String>,
 ) -> Result<ArchConfig> {
-    let hidden = f.count("hidden_size", MAX_DIM)?;
-    let heads = f.count("num_attention_heads", MAX_DIM)?;
-    let layers = f.count("num_hidden_layers", MAX_LAYERS)?;
+    // NomicBERT's hub configs (nomic-embed-text-v1.5) use GPT-2's names; transformers' its own.
+    let name = |native: &'static str, hub: &'static str| {
+        if family == Family::NomicBert && f.value(native).is_none() && f.value(hub).is_some() {
+            hub
+        } else {
+            native
+        }
+    };
+    let hidden = f.count(name("hidden_size", "n_embd"), MAX_DIM)?;
+    let heads = f.count(name("num_attention_heads", "n_head"), MAX_DIM)?;
+    let layers = f.count(name("num_hidden_layers", "n_layer"), MAX_LAYERS)?;
     let kv_heads = match f.opt_usize("num_key_value_heads")? {
         Some(_) => f.count("num_key_value_heads", MAX_DIM)?,
         None => heads,
@@ -53,15 +63,26 @@ pub(crate) fn read(
     }
     let (act_field, default_act, eps_field, default_eps) = match family {
         Family::ModernBert => ("hidden_activation", Activation::Gelu, "norm_eps", 1e-5),
+        Family::NomicBert => {
+            (name("hidden_act", "activation_function"), Activation::Silu, name("layer_norm_eps", "layer_norm_epsilon"), 1e-12)
+        }
+        Family::Gte => ("hidden_act", Activation::Gelu, "layer_norm_eps", 1e-12),
         _ => ("hidden_act", Activation::Silu, "rms_norm_eps", 1e-6),
     };
     let act = match f.opt_str(act_field)? {
+        // The hub's NomicBERT names the gated unit: SwiGLU is SiLU on the gate, GeGLU GELU.
+        Some("swiglu") if act_field == "activation_function" => Activation::Silu,
+        Some("geglu") if act_field == "activation_function" => Activation::Gelu,
         Some(a) => Activation::named(a, f.path(), act_field)?,
         None => default_act,
     };
+    if matches!(family, Family::NomicBert | Family::Gte) {
+        check_encoder_flags(f)?;
+    }
     let bias_fields: &[&str] = match family {
         Family::ModernBert => &["attention_bias", "mlp_bias", "norm_bias"],
         Family::Qwen3 => &["attention_bias", "mlp_bias"],
+        Family::NomicBert => &["qkv_proj_bias", "mlp_fc1_bias", "mlp_fc2_bias"],
         _ => &[],
     };
     for field in bias_fields {
@@ -71,6 +92,10 @@ pub(crate) fn read(
     }
     let rotary = match family {
         Family::ModernBert => modernbert_rotary(f, layers)?,
+        Family::NomicBert | Family::Gte => {
+            let theta = theta(f, if family == Family::NomicBert { 1000.0 } else { 160000.0 })?;
+            Rotary { theta, local_theta: theta, sliding: vec![false; layers], window: 0, causal: false }
+        }
         _ => decoder_rotary(f, family, layers)?,
     };
     for t in [rotary.theta, rotary.local_theta] {
@@ -88,9 +113,13 @@ pub(crate) fn read(
         embedding_size: hidden,
         layers,
         heads,
-        intermediate: f.count("intermediate_size", MAX_DIM)?,
-        max_positions: f.count("max_position_embeddings", MAX_DIM)?,
-        type_vocab_size: 0,
+        intermediate: f.count(name("intermediate_size", "n_inner"), MAX_DIM)?,
+        max_positions: f.count(name("max_position_embeddings", "n_positions"), MAX_DIM)?,
+        type_vocab_size: match family {
+            Family::NomicBert => f.opt_usize("type_vocab_size")?.unwrap_or(2).min(MAX_DIM),
+            Family::Gte => f.opt_usize("type_vocab_size")?.unwrap_or(1).min(MAX_DIM),
+            _ => 0,
+        },
         layer_norm_eps: f.opt_f64(eps_field)?.unwrap_or(default_eps) as f32,
         act,
         pad_token_id: f.opt_usize("pad_token_id")?.unwrap_or(0),
@@ -143,17 +172,58 @@ fn layer_types(f: &Fields, layers: usize, allowed: &[&str]) -> Result<Option<Vec
         .map(Some)
 }
 
-/// A decoder's rotary theta and sliding layers.
-fn decoder_rotary(f: &Fields, family: Family, layers: usize) -> Result<Rotary> {
+/// The one rotary theta of a family without sliding layers of their own
+/// theta: `rope_parameters.rope_theta`, else `rope_theta`, else NomicBERT's
+/// `rotary_emb_base`, else `default`; rope scaling refused.
+fn theta(f: &Fields, default: f64) -> Result<f64> {
     check_rope_scaling(f)?;
     let nested = match f.object("rope_parameters")? {
         Some(p) => rope_object(&p, "rope_parameters.")?,
         None => None,
     };
-    let theta = match nested {
+    Ok(match nested {
         Some(t) => t,
-        None => f.opt_f64("rope_theta")?.unwrap_or(10000.0),
-    };
+        None => f.opt_f64("rope_theta")?.or(f.opt_f64("rotary_emb_base")?).unwrap_or(default),
+    })
+}
+
+/// The hub configs' switches of NomicBERT's and GTE's remote code that
+/// change what they compute: each must say what the graph computes.
+fn check_encoder_flags(f: &Fields) -> Result<()> {
+    for (field, want) in [
+        ("prenorm", false),
+        ("parallel_block", false),
+        ("use_rms_norm", false),
+        ("causal", false),
+        ("rotary_emb_interleaved", false),
+        ("logn_attention_scale", false),
+        ("pack_qkv", true),
+    ] {
+        if f.opt_bool(field)?.is_some_and(|v| v != want) {
+            return Err(unsupported(f, format!("{field} {}", !want), &[&format!("{field} {want}")]));
+        }
+    }
+    if let Some(fraction) = f.opt_f64("rotary_emb_fraction")? {
+        if fraction != 1.0 {
+            return Err(unsupported(f, format!("rotary_emb_fraction {fraction}"), &["rotary_emb_fraction 1.0 (every dimension rotated)"]));
+        }
+    }
+    for field in ["rotary_scaling_factor", "rotary_emb_scale_base"] {
+        if let Some(v) = f.value(field) {
+            return Err(unsupported(f, format!("{field} {v}"), &[&format!("{field} null (no rope scaling)")]));
+        }
+    }
+    for (field, want) in [("layer_norm_type", "layer_norm"), ("position_embedding_type", "rope")] {
+        if let Some(v) = f.opt_str(field)?.filter(|v| *v != want) {
+            return Err(unsupported(f, format!("{field} '{v}'"), &[want]));
+        }
+    }
+    Ok(())
+}
+
+/// A decoder's rotary theta and sliding layers.
+fn decoder_rotary(f: &Fields, family: Family, layers: usize) -> Result<Rotary> {
+    let theta = theta(f, 10000.0)?;
     let (sliding, window) = match family {
         Family::Qwen2 => qwen2_sliding(f, layers)?,
         Family::Mistral => match mistral_window(f)? {

@@ -57,7 +57,7 @@ pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig, rot: &Rotary) -> Re
         x = g.op("Add", &format!("{name}/attention/Residual"), &[&x, &a], vec![]);
         let m = rotary::rms_norm(g, &x, &t("post_attention_layernorm", &[h])?, eps, &format!("{name}/post_attention_layernorm"));
         let (gate, up) = (t("mlp.gate_proj", &[cfg.intermediate, h])?, t("mlp.up_proj", &[cfg.intermediate, h])?);
-        let m = rotary::gated_mlp(g, &m, &gate, &up, &t("mlp.down_proj", &[h, cfg.intermediate])?, cfg.act, &format!("{name}/mlp"));
+        let m = rotary::gated_mlp(g, &m, &gate, &up, &t("mlp.down_proj", &[h, cfg.intermediate])?, None, cfg.act, &format!("{name}/mlp"));
         x = g.op("Add", &format!("{name}/mlp/Residual"), &[&x, &m], vec![]);
     }
     Ok(rotary::rms_norm(g, &x, &w.get("norm.weight", &[h])?, eps, "norm"))

@@ -10,6 +10,7 @@
 //! | [`distilbert`] | `distilbert` | word + absolute position; post-LN | dense, ReLU, linear on `[CLS]` |
 //! | [`mpnet`] | `mpnet` | as RoBERTa, plus a relative-position bias on every layer's scores; post-LN | dense, tanh, linear on `<s>` |
 //! | [`modernbert`] | `modernbert` | tokens, LayerNorm; pre-LN, rotary, global and sliding-window attention, gated GELU | not supported |
+//! | [`rotary_encoder`] | `nomic_bert`, `gte` (`new`) | word + token type 0, LayerNorm; post-LN, rotary, bidirectional, gated SiLU / GELU | not supported |
 //! | [`decoder`] | `qwen3`, `qwen2`, `mistral` | tokens only; pre-RMSNorm, rotary, causal grouped-query attention (sliding-window layers), gated SiLU | not supported (Qwen3's causal LM as a reranker: [`crate::rerank`]) |
 //!
 //! `*ForTokenClassification` checkpoints of the BERT-like families all put
@@ -23,6 +24,7 @@ pub mod modernbert;
 pub mod mpnet;
 pub mod roberta;
 pub mod rotary;
+pub mod rotary_encoder;
 
 use crate::arch::{Activation, ArchConfig, Family};
 use crate::graph::{AttentionWeights, Graph};
@@ -66,6 +68,8 @@ pub fn prefixes(cfg: &ArchConfig) -> &'static [&'static str] {
         (Family::Roberta, _) => &["roberta."],
         (Family::DistilBert, _) => &["distilbert."],
         (Family::MpNet, _) => &["mpnet."],
+        (Family::NomicBert, _) => &["nomic_bert."],
+        (Family::Gte, _) => &["gte.", "new."],
         _ => &["model."],
     }
 }
@@ -81,6 +85,8 @@ pub fn name(cfg: &ArchConfig) -> &'static str {
         Family::Qwen3 => "Qwen3",
         Family::Qwen2 => "Qwen2",
         Family::Mistral => "Mistral",
+        Family::NomicBert => "NomicBERT",
+        Family::Gte => "GTE",
     }
 }
 
@@ -88,6 +94,7 @@ pub fn name(cfg: &ArchConfig) -> &'static str {
 pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<String> {
     let x = match (cfg.family, &cfg.rotary) {
         (Family::ModernBert, Some(rot)) => return modernbert::encoder(g, w, cfg, rot),
+        (Family::NomicBert | Family::Gte, Some(rot)) => return rotary_encoder::encoder(g, w, cfg, rot),
         (_, Some(rot)) => return decoder::encoder(g, w, cfg, rot),
         (Family::Roberta, _) => roberta::embeddings(g, w, cfg)?,
         // DistilBERT's are BERT's with no token-type table.

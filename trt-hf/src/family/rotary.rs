@@ -9,7 +9,7 @@
 //! | [`rope`] | `cos` and signed `sin` tables `[max_positions, head_dim]`, computed here in FP32 and sliced to the sequence | the tables follow their consumers |
 //! | [`attention_bias`] | the additive `[B, 1, 1, S, S]` bias: padding, and causal, a band of half-width `window`, or both | follows its inputs |
 //! | [`attention`] | grouped-query attention with rotary Q and K, optional per-head RMSNorm of Q and K | Softmax FP32 |
-//! | [`gated_mlp`] | `out(act(a(x)) * b(x))` | follows its inputs |
+//! | [`gated_mlp`] | `out(act(a(x)) * b(x))`, `out` with or without a bias | follows its inputs |
 //!
 //! Grouped-query attention is written without copying K and V per query
 //! head: Q is laid out `[B, kv_heads, group, S, head_dim]` and K, V
@@ -218,22 +218,32 @@ pub fn attention(
     g.op("Reshape", &format!("{name}/context/Reshape"), &[&ctx, &merge], vec![])
 }
 
-/// `out(act(a(x)) * b(x))`: Qwen3's `down(silu(gate(x)) * up(x))`,
-/// ModernBERT's `Wo(gelu(input) * gate)`.
-pub fn gated_mlp(g: &mut Graph, x: &str, a: &Tensor, b: &Tensor, out: &Tensor, act: crate::arch::Activation, name: &str) -> String {
+/// `out(act(a(x)) * b(x)) (+ out_bias)`: Qwen3's `down(silu(gate(x)) * up(x))`,
+/// ModernBERT's `Wo(gelu(input) * gate)`, GTE's `down(gelu(gate(x)) * up(x)) + b`.
+#[allow(clippy::too_many_arguments)]
+pub fn gated_mlp(
+    g: &mut Graph,
+    x: &str,
+    a: &Tensor,
+    b: &Tensor,
+    out: &Tensor,
+    out_bias: Option<&Tensor>,
+    act: crate::arch::Activation,
+    name: &str,
+) -> String {
     let ya = g.linear(x, a, None, &format!("{name}/act_in"));
     let ya = g.activation(&ya, act, &format!("{name}/act"));
     let yb = g.linear(x, b, None, &format!("{name}/mul_in"));
     let y = g.op("Mul", &format!("{name}/Gate"), &[&ya, &yb], vec![]);
-    g.linear(&y, out, None, &format!("{name}/out"))
+    g.linear(&y, out, out_bias, &format!("{name}/out"))
 }
 
-/// Rows `range` of a 2-D tensor (a fused projection's part).
+/// Rows `range` of a 2-D tensor, or elements of a 1-D one (a fused projection's part).
 pub fn rows(t: &Tensor, range: std::ops::Range<usize>) -> Tensor {
     let cols = t.shape.get(1).copied().unwrap_or(1);
     Tensor {
         name: format!("{}[{}..{}]", t.name, range.start, range.end),
-        shape: vec![range.len(), cols],
+        shape: if t.shape.len() == 1 { vec![range.len()] } else { vec![range.len(), cols] },
         data: t.data[range.start * cols..range.end * cols].to_vec(),
     }
 }
