@@ -22,6 +22,12 @@ sentence-transformers `SentenceTransformer.save`):
                   SiLU, no biases, two token types) + mean pooling + Normalize, max_seq_length 48, BERT's
                   WordPiece tokenizer. transformers writes the hub's weight names (emb_ln, attn.Wqkv, fc11,
                   fc12, fc2, norm1, norm2), which is what the importer reads.
+  bge-m3          XLMRobertaModel + CLS pooling + Normalize (BGE-M3's dense side, as its sentence-transformers
+                  files say) and BGE-M3's `sparse_linear` head (Linear(hidden, 1)) as sparse_linear.safetensors;
+                  the reference is FlagEmbedding's M3Embedder (BGEM3FlagModel) on a copy of the folder with the
+                  head saved as FlagEmbedding saves it (sparse_linear.pt, colbert_linear.pt, torch.save of the
+                  state dicts): lexical weights (max of relu(Linear(h)) per token id, special tokens dropped)
+                  and dense vectors, in float32.
   gte-cls         GteModel as gte-multilingual-base is built (post-LayerNorm, rotary theta 160000, gated GELU,
                   q/k/v/o and down-projection biases, one token type) + CLS pooling + Normalize; the hub's
                   weight names (attention.qkv_proj, mlp.up_gate_proj, attn_ln, mlp_ln).
@@ -46,6 +52,7 @@ from make_hf_fixtures import (  # noqa: E402
     HEADS,
     HIDDEN,
     INTERMEDIATE,
+    MAX_POS_ROBERTA,
     TEXTS,
     VOCAB_SIZE,
     WEIGHT_STD,
@@ -53,6 +60,7 @@ from make_hf_fixtures import (  # noqa: E402
     check_autotokenizer,
     check_tokenizer_json,
     f32list,
+    make_config,
     min_pairwise_cos_distance,
     randomize,
     save_hf,
@@ -61,6 +69,7 @@ from make_hf_fixtures import (  # noqa: E402
     unpadded_ids,
     versions,
     write_json,
+    xlmr_tokenizer,
 )
 from make_hf_fixtures_32 import (  # noqa: E402
     QWEN3_EMBED_PROMPTS,
@@ -215,28 +224,26 @@ def decoder_embed_reference(name, folder, tok, eos_token, padding_side, sliding_
     }
 
 
+def decoder_dims(tok):
+    """What the two decoder fixtures share: sizes, SiLU, untied embeddings, the sliding window."""
+    return dict(vocab_size=len(tok), hidden_size=HIDDEN, intermediate_size=INTERMEDIATE, num_hidden_layers=2,
+                num_attention_heads=HEADS, hidden_act="silu", max_position_embeddings=DECODER_MAX_POS,
+                tie_word_embeddings=False, sliding_window=SLIDING_WINDOW, initializer_range=WEIGHT_STD,
+                pad_token_id=tok.pad_token_id)
+
+
 def make_qwen2(out, tmp):
     name = "qwen2-embed"
     folder = os.path.join(out, name)
     hf_dir = os.path.join(tmp, name + "-hf")
     tok = qwen_tokenizer(131072, append_eos=True, padding_side="left")
     cfg = transformers.Qwen2Config(
-        vocab_size=len(tok),
-        hidden_size=HIDDEN,
-        intermediate_size=INTERMEDIATE,
-        num_hidden_layers=2,
-        num_attention_heads=HEADS,
+        **decoder_dims(tok),
         num_key_value_heads=2,
-        hidden_act="silu",
-        max_position_embeddings=DECODER_MAX_POS,
         rms_norm_eps=1e-6,
-        tie_word_embeddings=False,
         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
         use_sliding_window=True,
-        sliding_window=SLIDING_WINDOW,
         max_window_layers=1,
-        initializer_range=WEIGHT_STD,
-        pad_token_id=tok.pad_token_id,
         bos_token_id=None,
         eos_token_id=tok.convert_tokens_to_ids("<|endoftext|>"),
     )
@@ -263,21 +270,11 @@ def make_mistral(out, tmp):
     hf_dir = os.path.join(tmp, name + "-hf")
     tok = mistral_tokenizer(DECODER_MAX_POS)
     cfg = transformers.MistralConfig(
-        vocab_size=len(tok),
-        hidden_size=HIDDEN,
-        intermediate_size=INTERMEDIATE,
-        num_hidden_layers=2,
-        num_attention_heads=HEADS,
+        **decoder_dims(tok),
         num_key_value_heads=1,
         head_dim=16,
-        hidden_act="silu",
-        max_position_embeddings=DECODER_MAX_POS,
         rms_norm_eps=1e-5,
-        tie_word_embeddings=False,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-        sliding_window=SLIDING_WINDOW,
-        initializer_range=WEIGHT_STD,
-        pad_token_id=tok.pad_token_id,
         bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id,
     )
@@ -381,7 +378,115 @@ def make_gte(out, tmp):
                         rope_parameters={"rope_type": "default", "rope_theta": 160000.0})
 
 
-NAMES = ["qwen2-embed", "mistral-embed", "nomic-mean", "gte-cls"]
+# ---------------------------------------------------------------------------
+# BGE-M3: XLM-R with a sparse head, against FlagEmbedding
+# ---------------------------------------------------------------------------
+
+
+def m3_embedder():
+    """FlagEmbedding 1.4.2's M3Embedder (BGEM3FlagModel). The package's __init__ imports every model it
+    has, one of which needs a transformers 4 module (modeling_attn_mask_utils); the parent packages are
+    stood in for by empty ones so that only the M3 embedder's own modules load, unchanged."""
+    import importlib.util
+    import types
+
+    root = os.path.dirname(importlib.util.find_spec("FlagEmbedding").origin)
+    for name, path in [("FlagEmbedding", root), ("FlagEmbedding.inference", os.path.join(root, "inference")),
+                       ("FlagEmbedding.inference.embedder", os.path.join(root, "inference", "embedder"))]:
+        if name not in sys.modules:
+            m = types.ModuleType(name)
+            m.__path__ = [path]
+            sys.modules[name] = m
+    from FlagEmbedding.inference.embedder.encoder_only.m3 import M3Embedder
+
+    return M3Embedder
+
+
+def make_bge_m3(out, tmp):
+    from safetensors.torch import save_file
+
+    name = "bge-m3"
+    folder = os.path.join(out, name)
+    hf_dir = os.path.join(tmp, name + "-hf")
+    tok = xlmr_tokenizer(MAX_POS_ROBERTA)
+    model = randomize(transformers.XLMRobertaModel(make_config("xlm-roberta", tok), add_pooling_layer=False), 1001)
+    model.eval()
+    save_hf(model, tok, hf_dir)
+    torch.manual_seed(1001)
+    st = SentenceTransformer(
+        modules=[
+            st_models.Transformer(hf_dir, max_seq_length=ENCODER_MAX_SEQ),
+            st_models.Pooling(HIDDEN, pooling_mode="cls"),
+            st_models.Normalize(),
+        ],
+        device="cpu",
+    )
+    if os.path.exists(folder):
+        shutil.rmtree(folder)
+    st.save(folder, create_model_card=False)
+    tidy(folder)
+    g = torch.Generator().manual_seed(1002)
+    sparse = {"weight": torch.randn(1, HIDDEN, generator=g) * 0.3, "bias": torch.tensor([0.1])}
+    colbert = {"weight": torch.randn(HIDDEN, HIDDEN, generator=g) * 0.2, "bias": torch.zeros(HIDDEN)}
+    save_file(sparse, os.path.join(folder, "sparse_linear.safetensors"))
+    # FlagEmbedding reads only the pickles, from a copy of the folder.
+    m3_dir = os.path.join(tmp, name + "-m3")
+    shutil.copytree(folder, m3_dir)
+    torch.save(sparse, os.path.join(m3_dir, "sparse_linear.pt"))
+    torch.save(colbert, os.path.join(m3_dir, "colbert_linear.pt"))
+
+    st = SentenceTransformer(folder, device="cpu")
+    ids = unpadded_ids(st.preprocess(TEXTS))
+    check_tokenizer_json(folder, TEXTS, ids, st.max_seq_length)
+    emb = st.encode(TEXTS, convert_to_numpy=True)
+    m3 = m3_embedder()(m3_dir, use_fp16=False, devices="cpu", normalize_embeddings=True, pooling_method="cls")
+    got = m3.encode(TEXTS, batch_size=4, max_length=st.max_seq_length, return_dense=True, return_sparse=True,
+                    return_colbert_vecs=False)
+    if not np.allclose(got["dense_vecs"], emb, atol=1e-5):
+        raise SystemExit(f"{name}: FlagEmbedding's dense vectors differ from sentence-transformers'")
+    m3_ids = [m3.tokenizer(t, truncation=True, max_length=st.max_seq_length)["input_ids"] for t in TEXTS]
+    if m3_ids != ids:
+        raise SystemExit(f"{name}: FlagEmbedding tokenized differently")
+    special = sorted({tok.cls_token_id, tok.eos_token_id, tok.pad_token_id, tok.unk_token_id})
+    vectors = []
+    for lw in got["lexical_weights"]:
+        pairs = sorted((int(k), float(v)) for k, v in lw.items())
+        vectors.append({"indices": [k for k, _ in pairs], "values": [v for _, v in pairs]})
+    nnz = [len(v["indices"]) for v in vectors]
+    # Some texts keep nothing (an empty text; Chinese, all <unk> here; "a", one token of negative weight).
+    if sum(n > 0 for n in nnz) < len(nnz) - 4 or any(i in special for v in vectors for i in v["indices"]):
+        raise SystemExit(f"{name}: lexical weights {nnz} (special ids {special})")
+    print(f"{name}: max_seq_length={st.max_seq_length} non-zeros per text={nnz}")
+    ref = {
+        "name": name,
+        "family": model.config.model_type,
+        "layout": "st5",
+        "kind": "embedding+sparse",
+        "versions": dict(versions(), FlagEmbedding=importlib_version("FlagEmbedding")),
+        "max_seq_length": st.max_seq_length,
+        "pooling": ["cls"],
+        "normalize": True,
+        "sparse_rule": "per token relu(sparse_linear(h)); per token id the max over the text; ids of the cls, eos, "
+        "pad and unk tokens dropped; zeros dropped (FlagEmbedding M3Embedder._process_token_weights)",
+        "special_ids_dropped": special,
+        "weights": safetensors_index(os.path.join(folder, "model.safetensors")),
+        "sparse_linear": safetensors_index(os.path.join(folder, "sparse_linear.safetensors")),
+        "texts": TEXTS,
+        "input_ids": ids,
+        "embeddings": f32list(emb),
+        "nnz": nnz,
+        "sparse": vectors,
+    }
+    write_json(os.path.join(out, "references", name + ".json"), ref)
+
+
+def importlib_version(dist):
+    from importlib.metadata import version
+
+    return version(dist)
+
+
+NAMES = ["qwen2-embed", "mistral-embed", "nomic-mean", "gte-cls", "bge-m3"]
 
 
 def main():
@@ -393,7 +498,8 @@ def main():
     os.makedirs(os.path.join(out, "references"), exist_ok=True)
     torch.manual_seed(0)
     np.random.seed(0)
-    makers = {"qwen2-embed": make_qwen2, "mistral-embed": make_mistral, "nomic-mean": make_nomic, "gte-cls": make_gte}
+    makers = {"qwen2-embed": make_qwen2, "mistral-embed": make_mistral, "nomic-mean": make_nomic, "gte-cls": make_gte,
+              "bge-m3": make_bge_m3}
     with tempfile.TemporaryDirectory() as tmp:
         for n in NAMES:
             if args.only is None or n in args.only:

@@ -40,7 +40,7 @@ fn assert_ok(o: &Output, what: &str) {
 
 /// Every fixture family; only the TensorRT build test walks them all.
 #[cfg(feature = "tensorrt")]
-const FAMILIES: [&str; 24] = [
+const FAMILIES: [&str; 25] = [
     "bert-hub",
     "bert-st5",
     "bert-multi",
@@ -63,6 +63,7 @@ const FAMILIES: [&str; 24] = [
     "mistral-embed",
     "nomic-mean",
     "gte-cls",
+    "bge-m3",
     "bert-ner",
     "splade",
 ];

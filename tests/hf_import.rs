@@ -461,3 +461,25 @@ fn nomic_hub_config_fields_read_as_transformers_writes_them() {
     edit_json(&dir.path().join("config.json"), |c| c["model_type"] = "new".into());
     assert_eq!(HfFolder::open(dir.path()).unwrap().arch.family, trt_hf::Family::Gte);
 }
+
+#[test]
+fn bge_m3_sparse_head_is_read_from_safetensors_and_its_pickle_refused_by_name() {
+    let out = tempfile::tempdir().unwrap();
+    let d = import(&fixtures().join("bge-m3"), out.path(), &ImportOptions::default()).unwrap();
+    assert_eq!(
+        (d.outputs.as_slice(), d.sparse_dim),
+        (&["embedding".to_string(), "last_hidden_state".into(), "sparse".into()][..], Some(480))
+    );
+    assert!(d.text_model_config(8).contains("name: \"sparse\" data_type: TYPE_FP32 dims: [ 480 ]"), "{}", d.text_model_config(8));
+    // The hub's folder ships the head as a torch pickle only.
+    let dir = copy("bge-m3");
+    std::fs::remove_file(dir.path().join("sparse_linear.safetensors")).unwrap();
+    std::fs::write(dir.path().join("sparse_linear.pt"), b"PK\x03\x04 not read").unwrap();
+    let err = import_err(dir.path()).to_string();
+    assert!(err.contains("sparse_linear.pt") && err.contains("sparse_linear.safetensors"), "{err}");
+    // A head of another shape is named by file and tensor.
+    let dir = copy("bge-m3");
+    std::fs::copy(fixtures().join("bge-m3/model.safetensors"), dir.path().join("sparse_linear.safetensors")).unwrap();
+    let err = import_err(dir.path()).to_string();
+    assert!(err.contains("sparse_linear.safetensors") && err.contains("'weight'"), "{err}");
+}

@@ -316,36 +316,67 @@ fn splade_matches_the_sparse_encoder() {
     for precision in [Precision::Fp32, Precision::Fp16] {
         let out = tempfile::tempdir().unwrap();
         let model = open(&fixtures().join("splade"), out.path(), precision);
-        let got = model.sparse_embed(&texts).unwrap();
-        let (mut worst, mut nnz, mut index_mismatches) = (0.0f32, 0, 0);
-        for (i, (g, w)) in got.iter().zip(r["sparse"].as_array().unwrap()).enumerate() {
-            let want: Vec<(u32, f32)> = w["indices"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .zip(w["values"].as_array().unwrap())
-                .map(|(i, v)| (i.as_u64().unwrap() as u32, v.as_f64().unwrap() as f32))
-                .collect();
-            let same = g.iter().map(|e| e.0).eq(want.iter().map(|e| e.0));
-            if precision == Precision::Fp32 {
-                assert!(
-                    same,
-                    "text {i}: indices {:?} vs {:?}",
-                    g.iter().map(|e| e.0).collect::<Vec<_>>(),
-                    want.iter().map(|e| e.0).collect::<Vec<_>>()
-                );
-            }
-            index_mismatches += usize::from(!same);
-            // Values compared at every index either side has.
-            let value = |v: &[(u32, f32)], k: u32| v.iter().find(|e| e.0 == k).map_or(0.0, |e| e.1);
-            for k in g.iter().chain(&want).map(|e| e.0) {
-                worst = worst.max((value(g, k) - value(&want, k)).abs());
-            }
-            nnz += want.len();
-        }
+        let (worst, nnz, index_mismatches) = compare_sparse(&model.sparse_embed(&texts).unwrap(), &r["sparse"], precision);
         println!("splade {precision:?}: {nnz} non-zeros, values within {worst:.2e}, texts with other indices {index_mismatches}");
         let bound = if precision == Precision::Fp32 { 1e-4 } else { 2e-2 };
         assert!(worst <= bound, "{precision:?}: values differ by {worst}");
+    }
+}
+
+/// Largest value difference, reference non-zeros and texts whose indices
+/// differ, of sparse vectors against the reference's `{indices, values}`
+/// list; in FP32 the indices must be the reference's.
+fn compare_sparse(got: &[trt_nlp::sparse::SparseVector], want: &Value, precision: Precision) -> (f32, usize, usize) {
+    let (mut worst, mut nnz, mut index_mismatches) = (0.0f32, 0, 0);
+    assert_eq!(got.len(), want.as_array().unwrap().len(), "vectors");
+    for (i, (g, w)) in got.iter().zip(want.as_array().unwrap()).enumerate() {
+        let want: Vec<(u32, f32)> = w["indices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(w["values"].as_array().unwrap())
+            .map(|(i, v)| (i.as_u64().unwrap() as u32, v.as_f64().unwrap() as f32))
+            .collect();
+        let same = g.iter().map(|e| e.0).eq(want.iter().map(|e| e.0));
+        if precision == Precision::Fp32 {
+            assert!(
+                same,
+                "text {i}: indices {:?} vs {:?}",
+                g.iter().map(|e| e.0).collect::<Vec<_>>(),
+                want.iter().map(|e| e.0).collect::<Vec<_>>()
+            );
+        }
+        index_mismatches += usize::from(!same);
+        // Values compared at every index either side has.
+        let value = |v: &[(u32, f32)], k: u32| v.iter().find(|e| e.0 == k).map_or(0.0, |e| e.1);
+        for k in g.iter().chain(&want).map(|e| e.0) {
+            worst = worst.max((value(g, k) - value(&want, k)).abs());
+        }
+        nnz += want.len();
+    }
+    (worst, nnz, index_mismatches)
+}
+
+#[test]
+fn bge_m3_dense_and_sparse_match_flagembedding() {
+    let r = reference("bge-m3");
+    let texts = strings(&r["texts"]);
+    for precision in [Precision::Fp32, Precision::Fp16] {
+        let out = tempfile::tempdir().unwrap();
+        let model = open(&fixtures().join("bge-m3"), out.path(), precision);
+        let d = trt_hf::Descriptor::read(out.path()).unwrap().unwrap();
+        assert_eq!((d.task, d.embedding_dim, d.sparse_dim), (trt_hf::ModelTask::Embedding, Some(32), Some(480)));
+        assert_eq!(model.max_seq(), r["max_seq_length"].as_u64().unwrap() as usize);
+        assert_ids("bge-m3", &model.pipeline().tokenize(&texts).unwrap(), &r["input_ids"]);
+        let (cos, diff) = compare(&model.embed(&texts).unwrap(), &matrix(&r["embeddings"]));
+        let (worst, nnz, index_mismatches) = compare_sparse(&model.sparse_embed(&texts).unwrap(), &r["sparse"], precision);
+        println!(
+            "bge-m3 {precision:?}: dense worst cosine {cos:.7}, max abs diff {diff:.2e}; sparse {nnz} non-zeros, values within \
+             {worst:.2e}, texts with other indices {index_mismatches}"
+        );
+        let (cos_bound, bound) = if precision == Precision::Fp32 { (0.9999, 1e-4) } else { (0.999, 2e-2) };
+        assert!(cos >= cos_bound && (precision == Precision::Fp16 || diff <= 1e-4), "{precision:?}: dense cosine {cos}, diff {diff}");
+        assert!(worst <= bound, "{precision:?}: sparse values differ by {worst}");
     }
 }
 

@@ -39,6 +39,7 @@ pub mod graph;
 pub mod hub;
 mod import;
 mod json;
+pub mod m3;
 pub mod rerank;
 mod rotary_config;
 pub mod sentence;
