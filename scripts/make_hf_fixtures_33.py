@@ -124,23 +124,28 @@ def mistral_tokenizer(model_max_length):
     )
 
 
-def build_decoder_st(hf_dir, folder, seed):
+def save_st(hf_dir, folder, max_seq_length, pooling, seed, **st_kwargs):
+    """The transformers folder as a sentence-transformers model (Transformer, Pooling, Normalize), saved
+    by sentence-transformers into `folder` (replaced)."""
     torch.manual_seed(seed)
     st = SentenceTransformer(
         modules=[
-            st_models.Transformer(hf_dir, max_seq_length=DECODER_MAX_SEQ),
-            st_models.Pooling(HIDDEN, pooling_mode="lasttoken"),
+            st_models.Transformer(hf_dir, max_seq_length=max_seq_length),
+            st_models.Pooling(HIDDEN, pooling_mode=pooling),
             st_models.Normalize(),
         ],
         device="cpu",
-        prompts=dict(QWEN3_EMBED_PROMPTS),
-        default_prompt_name=None,
-        similarity_fn_name="cosine",
+        **st_kwargs,
     )
     if os.path.exists(folder):
         shutil.rmtree(folder)
     st.save(folder, create_model_card=False)
     tidy(folder)
+
+
+def build_decoder_st(hf_dir, folder, seed):
+    save_st(hf_dir, folder, DECODER_MAX_SEQ, "lasttoken", seed, prompts=dict(QWEN3_EMBED_PROMPTS),
+            default_prompt_name=None, similarity_fn_name="cosine")
 
 
 def decoder_embed_reference(name, folder, tok, eos_token, padding_side, sliding_layers):
@@ -313,19 +318,7 @@ def make_rotary_encoder(out, tmp, name, config_cls, model_cls, pooling, seed, **
     model.eval()
     save_hf(model, tok, hf_dir)
     check_autotokenizer(hf_dir, tok, TEXTS)
-    torch.manual_seed(seed)
-    st = SentenceTransformer(
-        modules=[
-            st_models.Transformer(hf_dir, max_seq_length=ENCODER_MAX_SEQ),
-            st_models.Pooling(HIDDEN, pooling_mode=pooling),
-            st_models.Normalize(),
-        ],
-        device="cpu",
-    )
-    if os.path.exists(folder):
-        shutil.rmtree(folder)
-    st.save(folder, create_model_card=False)
-    tidy(folder)
+    save_st(hf_dir, folder, ENCODER_MAX_SEQ, pooling, seed)
 
     st = SentenceTransformer(folder, device="cpu")
     st.eval()
@@ -412,19 +405,7 @@ def make_bge_m3(out, tmp):
     model = randomize(transformers.XLMRobertaModel(make_config("xlm-roberta", tok), add_pooling_layer=False), 1001)
     model.eval()
     save_hf(model, tok, hf_dir)
-    torch.manual_seed(1001)
-    st = SentenceTransformer(
-        modules=[
-            st_models.Transformer(hf_dir, max_seq_length=ENCODER_MAX_SEQ),
-            st_models.Pooling(HIDDEN, pooling_mode="cls"),
-            st_models.Normalize(),
-        ],
-        device="cpu",
-    )
-    if os.path.exists(folder):
-        shutil.rmtree(folder)
-    st.save(folder, create_model_card=False)
-    tidy(folder)
+    save_st(hf_dir, folder, ENCODER_MAX_SEQ, "cls", 1001)
     g = torch.Generator().manual_seed(1002)
     sparse = {"weight": torch.randn(1, HIDDEN, generator=g) * 0.3, "bias": torch.tensor([0.1])}
     colbert = {"weight": torch.randn(HIDDEN, HIDDEN, generator=g) * 0.2, "bias": torch.zeros(HIDDEN)}
