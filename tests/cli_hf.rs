@@ -40,7 +40,7 @@ fn assert_ok(o: &Output, what: &str) {
 
 /// Every fixture family; only the TensorRT build test walks them all.
 #[cfg(feature = "tensorrt")]
-const FAMILIES: [&str; 20] = [
+const FAMILIES: [&str; 25] = [
     "bert-hub",
     "bert-st5",
     "bert-multi",
@@ -59,6 +59,11 @@ const FAMILIES: [&str; 20] = [
     "modernbert-mean",
     "qwen3-embed",
     "qwen3-reranker",
+    "qwen2-embed",
+    "mistral-embed",
+    "nomic-mean",
+    "gte-cls",
+    "bge-m3",
     "bert-ner",
     "splade",
 ];

@@ -381,3 +381,143 @@ fn the_packed_form_runs_every_layer_on_the_real_tokens() {
     assert_eq!(d.form, trt_hf::Form::Plain, "a rotary family is written plain");
     assert_eq!(op_counts(out.path()).get("RemovePadding"), None);
 }
+
+#[test]
+fn decoder_sliding_windows_read_from_either_config_form() {
+    // As transformers 5 writes them: layer_types; the window less one is the farthest key seen.
+    let qwen2 = HfFolder::open(&fixtures().join("qwen2-embed")).unwrap().arch;
+    let rot = qwen2.rotary.clone().unwrap();
+    assert_eq!((rot.sliding.as_slice(), rot.window, rot.causal, qwen2.kv_heads), (&[false, true][..], 7, true, 2));
+    // gte-Qwen2's hub config: use_sliding_window and max_window_layers, no layer_types.
+    let dir = copy("qwen2-embed");
+    edit_json(&dir.path().join("config.json"), |c| {
+        let o = c.as_object_mut().unwrap();
+        o.remove("layer_types");
+        o.remove("rope_parameters");
+        o.insert("rope_theta".into(), 1000000.0.into());
+    });
+    assert_eq!(HfFolder::open(dir.path()).unwrap().arch.rotary.unwrap(), rot);
+    // use_sliding_window false: no layer slides, whatever sliding_window says (gte-Qwen2-7B-instruct's).
+    let dir = copy("qwen2-embed");
+    edit_json(&dir.path().join("config.json"), |c| {
+        let o = c.as_object_mut().unwrap();
+        o.remove("layer_types");
+        o.insert("use_sliding_window".into(), false.into());
+        o.insert("sliding_window".into(), 131072.into());
+    });
+    assert_eq!(HfFolder::open(dir.path()).unwrap().arch.rotary.unwrap().sliding, vec![false, false]);
+    let err = config_err("qwen2-embed", |c| c["use_sliding_window"] = false.into());
+    assert!(err.contains("layer_types") && err.contains("use_sliding_window true"), "{err}");
+
+    // Mistral: every layer slides; an absent sliding_window is transformers' 4096, null none.
+    let mistral = HfFolder::open(&fixtures().join("mistral-embed")).unwrap().arch;
+    let rot = mistral.rotary.clone().unwrap();
+    assert_eq!((rot.sliding.as_slice(), rot.window, mistral.kv_heads, mistral.head_dim()), (&[true, true][..], 7, 1, 16));
+    let dir = copy("mistral-embed");
+    edit_json(&dir.path().join("config.json"), |c| _ = c.as_object_mut().unwrap().remove("sliding_window"));
+    assert_eq!(HfFolder::open(dir.path()).unwrap().arch.rotary.unwrap().window, 4095);
+    let dir = copy("mistral-embed");
+    edit_json(&dir.path().join("config.json"), |c| c["sliding_window"] = serde_json::Value::Null);
+    assert_eq!(HfFolder::open(dir.path()).unwrap().arch.rotary.unwrap().sliding, vec![false, false]);
+    let cases: [(&str, Edit, &str); 3] = [
+        ("mistral-embed", |c| c["rope_scaling"] = serde_json::json!({"rope_type": "yarn", "factor": 4.0}), "rope_scaling.rope_type 'yarn'"),
+        ("mistral-embed", |c| c["sliding_window"] = 0.into(), "sliding_window"),
+        ("qwen2-embed", |c| c["rope_parameters"]["rope_type"] = "dynamic".into(), "rope_parameters.rope_type 'dynamic'"),
+    ];
+    for (name, edit, what) in cases {
+        let err = config_err(name, edit);
+        assert!(err.contains("config.json") && err.contains(what), "{name} {what}: {err}");
+    }
+}
+
+#[test]
+fn nomic_hub_config_fields_read_as_transformers_writes_them() {
+    let written = HfFolder::open(&fixtures().join("nomic-mean")).unwrap().arch;
+    assert_eq!(
+        (written.rotary.as_ref().unwrap().theta, written.type_vocab_size, written.rotary.as_ref().unwrap().causal),
+        (1000.0, 2, false)
+    );
+    // nomic-embed-text-v1.5's config.json names the same model with GPT-2's field names and remote-code switches.
+    let dir = copy("nomic-mean");
+    edit_json(&dir.path().join("config.json"), |c| {
+        let o = c.as_object_mut().unwrap();
+        for (native, hub) in [
+            ("hidden_size", "n_embd"),
+            ("num_attention_heads", "n_head"),
+            ("num_hidden_layers", "n_layer"),
+            ("intermediate_size", "n_inner"),
+            ("max_position_embeddings", "n_positions"),
+            ("layer_norm_eps", "layer_norm_epsilon"),
+        ] {
+            let v = o.remove(native).unwrap();
+            o.insert(hub.into(), v);
+        }
+        o.remove("hidden_act");
+        o.remove("rope_parameters");
+        let hub = serde_json::json!({
+            "activation_function": "swiglu", "rotary_emb_base": 1000, "rotary_emb_fraction": 1.0,
+            "rotary_emb_interleaved": false, "rotary_scaling_factor": null, "rotary_emb_scale_base": null,
+            "qkv_proj_bias": false, "mlp_fc1_bias": false, "mlp_fc2_bias": false, "prenorm": false,
+            "parallel_block": false, "use_rms_norm": false, "causal": false,
+            "auto_map": {"AutoModel": "nomic-ai/nomic-bert-2048--modeling_hf_nomic_bert.NomicBertModel"},
+        });
+        o.extend(hub.as_object().unwrap().clone());
+    });
+    let hub = HfFolder::open(dir.path()).unwrap().arch;
+    assert_eq!(
+        (hub.hidden, hub.heads, hub.layers, hub.intermediate, hub.max_positions, hub.layer_norm_eps, hub.act, &hub.rotary),
+        (
+            written.hidden,
+            written.heads,
+            written.layers,
+            written.intermediate,
+            written.max_positions,
+            written.layer_norm_eps,
+            written.act,
+            &written.rotary
+        )
+    );
+    let out = tempfile::tempdir().unwrap();
+    import(dir.path(), out.path(), &ImportOptions::default()).unwrap();
+    // What the graph does not compute is refused by name.
+    let cases: [(&str, Edit, &str); 8] = [
+        ("nomic-mean", |c| c["rotary_emb_fraction"] = 0.5.into(), "rotary_emb_fraction 0.5"),
+        ("nomic-mean", |c| c["prenorm"] = true.into(), "prenorm true"),
+        ("nomic-mean", |c| c["qkv_proj_bias"] = true.into(), "qkv_proj_bias true"),
+        ("nomic-mean", |c| c["rotary_scaling_factor"] = 2.0.into(), "rotary_scaling_factor 2.0"),
+        ("nomic-mean", |c| c["rotary_emb_interleaved"] = true.into(), "rotary_emb_interleaved true"),
+        ("gte-cls", |c| c["rope_scaling"] = serde_json::json!({"type": "ntk", "factor": 2.0}), "rope_scaling.rope_type 'ntk'"),
+        ("gte-cls", |c| c["pack_qkv"] = false.into(), "pack_qkv false"),
+        ("gte-cls", |c| c["logn_attention_scale"] = true.into(), "logn_attention_scale true"),
+    ];
+    for (name, edit, what) in cases {
+        let err = config_err(name, edit);
+        assert!(err.contains("config.json") && err.contains(what), "{name} {what}: {err}");
+    }
+    // Alibaba-NLP's remote-code GTE calls itself `new`: the same family.
+    let dir = copy("gte-cls");
+    edit_json(&dir.path().join("config.json"), |c| c["model_type"] = "new".into());
+    assert_eq!(HfFolder::open(dir.path()).unwrap().arch.family, trt_hf::Family::Gte);
+}
+
+#[test]
+fn bge_m3_sparse_head_is_read_from_safetensors_and_its_pickle_refused_by_name() {
+    let out = tempfile::tempdir().unwrap();
+    let d = import(&fixtures().join("bge-m3"), out.path(), &ImportOptions::default()).unwrap();
+    assert_eq!(
+        (d.outputs.as_slice(), d.sparse_dim),
+        (&["embedding".to_string(), "last_hidden_state".into(), "sparse".into()][..], Some(480))
+    );
+    assert!(d.text_model_config(8).contains("name: \"sparse\" data_type: TYPE_FP32 dims: [ 480 ]"), "{}", d.text_model_config(8));
+    // The hub's folder ships the head as a torch pickle only.
+    let dir = copy("bge-m3");
+    std::fs::remove_file(dir.path().join("sparse_linear.safetensors")).unwrap();
+    std::fs::write(dir.path().join("sparse_linear.pt"), b"PK\x03\x04 not read").unwrap();
+    let err = import_err(dir.path()).to_string();
+    assert!(err.contains("sparse_linear.pt") && err.contains("sparse_linear.safetensors"), "{err}");
+    // A head of another shape is named by file and tensor.
+    let dir = copy("bge-m3");
+    std::fs::copy(fixtures().join("bge-m3/model.safetensors"), dir.path().join("sparse_linear.safetensors")).unwrap();
+    let err = import_err(dir.path()).to_string();
+    assert!(err.contains("sparse_linear.safetensors") && err.contains("'weight'"), "{err}");
+}

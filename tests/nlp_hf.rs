@@ -104,7 +104,11 @@ const POST_LN_EMBEDDING_MODELS: [&str; 9] = [
 ];
 
 /// The embedding fixtures of the rotary families (written in standard operators only).
-const ROTARY_EMBEDDING_MODELS: [&str; 3] = ["qwen3-embed", "qwen3-embed-bf16", "modernbert-mean"];
+const ROTARY_EMBEDDING_MODELS: [&str; 7] =
+    ["qwen3-embed", "qwen3-embed-bf16", "modernbert-mean", "qwen2-embed", "mistral-embed", "nomic-mean", "gte-cls"];
+
+/// The decoder embedding fixtures, which pool the last token and ship an instruction prompt.
+const DECODER_EMBEDDING_MODELS: [&str; 4] = ["qwen3-embed", "qwen3-embed-bf16", "qwen2-embed", "mistral-embed"];
 
 /// Every embedding fixture.
 fn embedding_models() -> impl Iterator<Item = &'static str> {
@@ -188,10 +192,11 @@ fn prompts_are_applied_as_sentence_transformers_applies_them() {
 const CLASSIFIERS: [&str; 5] = ["bert-cls3", "distilbert-multilabel", "mpnet-cls2", "xlmr-cls2", "electra-cls2"];
 
 #[test]
-fn qwen3_query_prompt_matches_sentence_transformers() {
+fn decoder_query_prompt_matches_sentence_transformers() {
     // Qwen3-Embedding's instruction prompt on queries, the last token pooled: right padding
-    // (this pipeline's) gives what the reference's left-padded batch gave.
-    for name in ["qwen3-embed", "qwen3-embed-bf16"] {
+    // (this pipeline's) gives what the reference's batch gave, left-padded or right-padded as
+    // its tokenizer_config.json says.
+    for name in DECODER_EMBEDDING_MODELS {
         let r = reference(name);
         let out = tempfile::tempdir().unwrap();
         let model = open(&fixtures().join(name), out.path(), Precision::Fp32);
@@ -311,36 +316,67 @@ fn splade_matches_the_sparse_encoder() {
     for precision in [Precision::Fp32, Precision::Fp16] {
         let out = tempfile::tempdir().unwrap();
         let model = open(&fixtures().join("splade"), out.path(), precision);
-        let got = model.sparse_embed(&texts).unwrap();
-        let (mut worst, mut nnz, mut index_mismatches) = (0.0f32, 0, 0);
-        for (i, (g, w)) in got.iter().zip(r["sparse"].as_array().unwrap()).enumerate() {
-            let want: Vec<(u32, f32)> = w["indices"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .zip(w["values"].as_array().unwrap())
-                .map(|(i, v)| (i.as_u64().unwrap() as u32, v.as_f64().unwrap() as f32))
-                .collect();
-            let same = g.iter().map(|e| e.0).eq(want.iter().map(|e| e.0));
-            if precision == Precision::Fp32 {
-                assert!(
-                    same,
-                    "text {i}: indices {:?} vs {:?}",
-                    g.iter().map(|e| e.0).collect::<Vec<_>>(),
-                    want.iter().map(|e| e.0).collect::<Vec<_>>()
-                );
-            }
-            index_mismatches += usize::from(!same);
-            // Values compared at every index either side has.
-            let value = |v: &[(u32, f32)], k: u32| v.iter().find(|e| e.0 == k).map_or(0.0, |e| e.1);
-            for k in g.iter().chain(&want).map(|e| e.0) {
-                worst = worst.max((value(g, k) - value(&want, k)).abs());
-            }
-            nnz += want.len();
-        }
+        let (worst, nnz, index_mismatches) = compare_sparse(&model.sparse_embed(&texts).unwrap(), &r["sparse"], precision);
         println!("splade {precision:?}: {nnz} non-zeros, values within {worst:.2e}, texts with other indices {index_mismatches}");
         let bound = if precision == Precision::Fp32 { 1e-4 } else { 2e-2 };
         assert!(worst <= bound, "{precision:?}: values differ by {worst}");
+    }
+}
+
+/// Largest value difference, reference non-zeros and texts whose indices
+/// differ, of sparse vectors against the reference's `{indices, values}`
+/// list; in FP32 the indices must be the reference's.
+fn compare_sparse(got: &[trt_nlp::sparse::SparseVector], want: &Value, precision: Precision) -> (f32, usize, usize) {
+    let (mut worst, mut nnz, mut index_mismatches) = (0.0f32, 0, 0);
+    assert_eq!(got.len(), want.as_array().unwrap().len(), "vectors");
+    for (i, (g, w)) in got.iter().zip(want.as_array().unwrap()).enumerate() {
+        let want: Vec<(u32, f32)> = w["indices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(w["values"].as_array().unwrap())
+            .map(|(i, v)| (i.as_u64().unwrap() as u32, v.as_f64().unwrap() as f32))
+            .collect();
+        let same = g.iter().map(|e| e.0).eq(want.iter().map(|e| e.0));
+        if precision == Precision::Fp32 {
+            assert!(
+                same,
+                "text {i}: indices {:?} vs {:?}",
+                g.iter().map(|e| e.0).collect::<Vec<_>>(),
+                want.iter().map(|e| e.0).collect::<Vec<_>>()
+            );
+        }
+        index_mismatches += usize::from(!same);
+        // Values compared at every index either side has.
+        let value = |v: &[(u32, f32)], k: u32| v.iter().find(|e| e.0 == k).map_or(0.0, |e| e.1);
+        for k in g.iter().chain(&want).map(|e| e.0) {
+            worst = worst.max((value(g, k) - value(&want, k)).abs());
+        }
+        nnz += want.len();
+    }
+    (worst, nnz, index_mismatches)
+}
+
+#[test]
+fn bge_m3_dense_and_sparse_match_flagembedding() {
+    let r = reference("bge-m3");
+    let texts = strings(&r["texts"]);
+    for precision in [Precision::Fp32, Precision::Fp16] {
+        let out = tempfile::tempdir().unwrap();
+        let model = open(&fixtures().join("bge-m3"), out.path(), precision);
+        let d = trt_hf::Descriptor::read(out.path()).unwrap().unwrap();
+        assert_eq!((d.task, d.embedding_dim, d.sparse_dim), (trt_hf::ModelTask::Embedding, Some(32), Some(480)));
+        assert_eq!(model.max_seq(), r["max_seq_length"].as_u64().unwrap() as usize);
+        assert_ids("bge-m3", &model.pipeline().tokenize(&texts).unwrap(), &r["input_ids"]);
+        let (cos, diff) = compare(&model.embed(&texts).unwrap(), &matrix(&r["embeddings"]));
+        let (worst, nnz, index_mismatches) = compare_sparse(&model.sparse_embed(&texts).unwrap(), &r["sparse"], precision);
+        println!(
+            "bge-m3 {precision:?}: dense worst cosine {cos:.7}, max abs diff {diff:.2e}; sparse {nnz} non-zeros, values within \
+             {worst:.2e}, texts with other indices {index_mismatches}"
+        );
+        let (cos_bound, bound) = if precision == Precision::Fp32 { (0.9999, 1e-4) } else { (0.999, 2e-2) };
+        assert!(cos >= cos_bound && (precision == Precision::Fp16 || diff <= 1e-4), "{precision:?}: dense cosine {cos}, diff {diff}");
+        assert!(worst <= bound, "{precision:?}: sparse values differ by {worst}");
     }
 }
 

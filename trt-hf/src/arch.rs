@@ -6,7 +6,7 @@
 //! | families | fields read |
 //! |---|---|
 //! | BERT, ELECTRA, RoBERTa, XLM-R, CamemBERT, DistilBERT, MPNet | `hidden_size` (`dim`), heads, layers, positions, token types, `layer_norm_eps`, `hidden_act` |
-//! | ModernBERT, Qwen3 | the same dimensions, plus grouped-query heads, `head_dim`, rotary thetas and which layers attend within a window ([`Rotary`]); both the `rope_parameters` / `layer_types` form transformers 5 writes and the older top-level fields hub configs hold |
+//! | ModernBERT, NomicBERT, GTE, Qwen3, Qwen2, Mistral | the same dimensions, plus grouped-query heads, `head_dim`, rotary thetas and which layers attend within a window ([`Rotary`]); both the `rope_parameters` / `layer_types` form transformers 5 writes and the older top-level fields hub configs hold |
 
 use std::path::Path;
 
@@ -29,10 +29,26 @@ pub enum Family {
     ModernBert,
     /// Qwen3 (a decoder: pre-RMSNorm, rotary positions, causal grouped-query attention, gated SiLU).
     Qwen3,
+    /// Qwen2 (Qwen3's decoder with q/k/v biases and no q/k norm; sliding-window layers).
+    Qwen2,
+    /// Mistral (Qwen3's decoder without q/k norm; every layer within a sliding window when set).
+    Mistral,
+    /// NomicBERT (post-LayerNorm, rotary positions, gated SiLU, no biases).
+    NomicBert,
+    /// GTE (NomicBERT's layout with biases and gated GELU).
+    Gte,
+}
+
+impl Family {
+    /// Whether the family is one of the rotary ones (ModernBERT, NomicBERT, GTE, the decoders), whose config
+    /// [`crate::rotary_config`] reads and which have no fused form.
+    pub fn is_rotary(self) -> bool {
+        !matches!(self, Family::Bert | Family::Roberta | Family::DistilBert | Family::MpNet)
+    }
 }
 
 /// `model_type` values and their family.
-pub const MODEL_TYPES: [(&str, Family); 9] = [
+pub const MODEL_TYPES: [(&str, Family); 14] = [
     ("bert", Family::Bert),
     ("electra", Family::Bert),
     ("roberta", Family::Roberta),
@@ -42,6 +58,12 @@ pub const MODEL_TYPES: [(&str, Family); 9] = [
     ("mpnet", Family::MpNet),
     ("modernbert", Family::ModernBert),
     ("qwen3", Family::Qwen3),
+    ("qwen2", Family::Qwen2),
+    ("mistral", Family::Mistral),
+    ("nomic_bert", Family::NomicBert),
+    ("gte", Family::Gte),
+    // Alibaba-NLP's remote-code GTE (gte-base-en-v1.5, gte-multilingual-base): the same layout.
+    ("new", Family::Gte),
 ];
 
 /// The feed-forward activation (`hidden_act`).
@@ -140,7 +162,7 @@ pub struct ArchConfig {
     pub kv_heads: usize,
     /// Per-head size (`head_dim`, else `hidden / heads`).
     pub head_size: usize,
-    /// Rotary positions and attention pattern (ModernBERT, Qwen3).
+    /// Rotary positions and attention pattern (ModernBERT and the decoders).
     pub rotary: Option<Rotary>,
 }
 
@@ -155,7 +177,8 @@ pub struct Rotary {
     pub local_theta: f64,
     /// Per layer, whether it attends within the window only.
     pub sliding: Vec<bool>,
-    /// Sliding layers: query i sees key j iff |i - j| <= window.
+    /// Sliding layers: query i sees key j iff |i - j| <= window (and j <= i
+    /// when causal: a decoder's `sliding_window` less one).
     pub window: usize,
     /// Whether key j is hidden from query i when j > i (decoders).
     pub causal: bool,
@@ -193,7 +216,7 @@ impl ArchConfig {
             Some(a) if a.ends_with("ForCausalLM") => Task::CausalLm,
             _ => Task::Encoder,
         };
-        if matches!(family, Family::ModernBert | Family::Qwen3) {
+        if family.is_rotary() {
             let (labels, problem_type) = labels(f)?;
             return crate::rotary_config::read(f, family, model_type, architecture, task, labels, problem_type);
         }
@@ -216,7 +239,7 @@ impl ArchConfig {
         let type_vocab_size = match family {
             Family::Bert => f.opt_usize("type_vocab_size")?.unwrap_or(2).min(MAX_DIM),
             Family::Roberta => f.opt_usize("type_vocab_size")?.unwrap_or(1).min(MAX_DIM),
-            Family::DistilBert | Family::MpNet | Family::ModernBert | Family::Qwen3 => 0,
+            _ => 0,
         };
         if let Some(p) = f.opt_str("position_embedding_type")? {
             if p != "absolute" {
@@ -270,7 +293,7 @@ impl ArchConfig {
     pub fn position_limit(&self) -> usize {
         match self.family {
             Family::Roberta | Family::MpNet => self.max_positions.saturating_sub(self.pad_token_id + 1),
-            Family::Bert | Family::DistilBert | Family::ModernBert | Family::Qwen3 => self.max_positions,
+            _ => self.max_positions,
         }
     }
 }

@@ -83,13 +83,7 @@ impl HfFolder {
         let (model_max_length, padding_side, pad_token) = if tc.is_file() {
             let f = Fields::read(&tc)?;
             let max = f.opt_f64("model_max_length")?.filter(|m| (1.0..NO_LIMIT).contains(m)).map(|m| m as usize);
-            let pad = match f.value("pad_token") {
-                Some(serde_json::Value::Object(_)) => {
-                    f.object("pad_token")?.and_then(|o| o.opt_str("content").ok().flatten().map(str::to_string))
-                }
-                _ => f.opt_str("pad_token")?.map(str::to_string),
-            };
-            (max, f.opt_str("padding_side")?.map(str::to_string), pad)
+            (max, f.opt_str("padding_side")?.map(str::to_string), special_token(&f, "pad_token")?)
         } else {
             (None, None, None)
         };
@@ -165,4 +159,13 @@ pub fn is_hf_folder(dir: &Path) -> bool {
     let own = ["model.onnx", "model.plan", "model.engine", "config.pbtxt"].iter().any(|f| dir.join(f).is_file());
     let weights = crate::weights::WEIGHT_FILES.iter().chain(&["pytorch_model.bin"]).any(|f| dir.join(f).is_file());
     !own && (dir.join("modules.json").is_file() || (dir.join("config.json").is_file() && weights))
+}
+
+/// A special token of `tokenizer_config.json` (`pad_token`, `cls_token`, ...):
+/// a string, or an added-token object's `content`.
+pub(crate) fn special_token(f: &Fields, name: &str) -> Result<Option<String>> {
+    Ok(match f.value(name) {
+        Some(serde_json::Value::Object(_)) => f.object(name)?.and_then(|o| o.opt_str("content").ok().flatten().map(str::to_string)),
+        _ => f.opt_str(name)?.map(str::to_string),
+    })
 }

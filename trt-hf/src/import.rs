@@ -5,7 +5,7 @@
 //!
 //! | file written | what |
 //! |---|---|
-//! | `model.onnx` | the graph, FP32 or FP16 ([`Precision`]); inputs INT32 `[batch, sequence]`; outputs FLOAT: `embedding` and `last_hidden_state`, `logits` (`[batch, labels]`, or `[batch, sequence, labels]` for token classifiers), or `sparse` (SPLADE) |
+//! | `model.onnx` | the graph, FP32 or FP16 ([`Precision`]); inputs INT32 `[batch, sequence]`; outputs FLOAT: `embedding` and `last_hidden_state` (and `sparse` for BGE-M3), `logits` (`[batch, labels]`, or `[batch, sequence, labels]` for token classifiers), or `sparse` (SPLADE) |
 //! | `tokenizer.json` | the folder's, with a Lowercase normalizer first where `do_lower_case` asks for it |
 //! | `config.json` | the folder's (labels) |
 //! | `trt_model.json` | the [`Descriptor`] |
@@ -153,6 +153,10 @@ pub struct Descriptor {
     /// How pairs become a causal-LM reranker's input (a reranker only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank: Option<RerankFormat>,
+    /// The size of the `sparse` output (the vocabulary), where there is one
+    /// (SPLADE; BGE-M3 beside its dense embedding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sparse_dim: Option<usize>,
 }
 
 impl Descriptor {
@@ -241,7 +245,7 @@ fn source_files(folder: &HfFolder) -> Vec<PathBuf> {
             files.extend(shards.into_iter().filter(|s| Path::new(s).components().count() == 1).map(|s| t.join(s)));
         }
     }
-    for f in ["modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "config.json"] {
+    for f in ["modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "config.json", crate::m3::SPARSE_LINEAR] {
         files.push(folder.dir.join(f));
     }
     for m in &folder.sentence.modules {
@@ -293,7 +297,7 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
     // The fused operators exist for the post-LayerNorm encoders; the rotary
     // families are written in standard operators whatever was asked.
     let form = match options.form {
-        Form::Fused | Form::Packed if arch.rotary.is_some() => {
+        Form::Fused | Form::Packed if arch.family.is_rotary() => {
             tracing::warn!("{}: no fused form for {}; writing the plain graph", folder.dir.display(), arch.model_type);
             Form::Plain
         }
@@ -307,7 +311,7 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
     let hidden = family::encoder(&mut g, &weights, arch)?;
     let task = folder.task();
     let (mut outputs, mut embedding_dim, mut pooling) = (Vec::new(), None, Vec::new());
-    let (mut labels, mut rerank) = (Vec::new(), None);
+    let (mut labels, mut rerank, mut sparse_dim) = (Vec::new(), None, None);
     if matches!(arch.task, Task::SequenceClassification | Task::TokenClassification) {
         labels = arch.labels.clone();
     }
@@ -341,6 +345,7 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
             g.output(&sparse, SPARSE_OUTPUT, &[Dim::Named("batch"), Dim::Fixed(arch.vocab_size)]);
             outputs.push(SPARSE_OUTPUT.to_string());
             embedding_dim = Some(arch.vocab_size);
+            sparse_dim = embedding_dim;
             pooling = vec![format!("splade_{}", if splade.max { "max" } else { "sum" })];
         }
         ModelTask::Embedding => {
@@ -350,6 +355,13 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
             g.output(&hidden, TOKENS_OUTPUT, &batch_seq_hidden);
             outputs.extend([EMBEDDING_OUTPUT.to_string(), TOKENS_OUTPUT.to_string()]);
             embedding_dim = Some(dim);
+            // BGE-M3: the sparse vector beside the dense one, from the same encoder pass.
+            if let Some(head) = crate::m3::read(&folder.dir, &folder.transformer_dir, &folder.tokenizer, arch.hidden)? {
+                let sparse = crate::m3::graph(&mut g, &hidden, &head, arch.vocab_size);
+                g.output(&sparse, SPARSE_OUTPUT, &[Dim::Named("batch"), Dim::Fixed(arch.vocab_size)]);
+                outputs.push(SPARSE_OUTPUT.to_string());
+                sparse_dim = Some(arch.vocab_size);
+            }
             let modes = folder.sentence.pooling().map(|(m, _)| m.to_vec()).unwrap_or_else(|| vec![crate::st::PoolingMode::Mean]);
             pooling = modes.iter().map(|m| m.name().to_string()).collect();
         }
@@ -387,6 +399,7 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
         labels,
         source_sha256: digest,
         rerank,
+        sparse_dim,
     };
     Ok((model, descriptor))
 }
@@ -445,7 +458,8 @@ impl Descriptor {
     /// `max_batch` texts.
     pub fn text_model_config(&self, max_batch: usize) -> String {
         let dims = |name: &str| match name {
-            EMBEDDING_OUTPUT | SPARSE_OUTPUT => self.embedding_dim.unwrap_or(self.hidden_size).to_string(),
+            EMBEDDING_OUTPUT => self.embedding_dim.unwrap_or(self.hidden_size).to_string(),
+            SPARSE_OUTPUT => self.sparse_dim.or(self.embedding_dim).unwrap_or(self.hidden_size).to_string(),
             TOKENS_OUTPUT => format!("-1, {}", self.hidden_size),
             LOGITS_OUTPUT if self.task == ModelTask::TokenClassification => format!("-1, {}", self.labels.len().max(1)),
             _ => self.labels.len().max(1).to_string(),

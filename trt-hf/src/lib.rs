@@ -12,6 +12,7 @@
 //! | graph | [`family`] | one module per architecture family: embeddings, layer names, classification heads |
 //! | graph | [`sentence`] | pooling, Dense and normalisation inside the graph |
 //! | graph | [`rerank`] | a causal LM as a yes/no reranker (Qwen3-Reranker's prompt and head) |
+//! | graph | [`m3`] | BGE-M3's sparse head (`sparse_linear.safetensors`) beside its dense embedding |
 //! | out | [`import()`], [`import_cached`] | the servable folder: `model.onnx`, tokenizer, labels, [`Descriptor`] |
 //!
 //! The graph is the plain form: opset 17 operators that ONNX Runtime runs
@@ -39,6 +40,7 @@ pub mod graph;
 pub mod hub;
 mod import;
 mod json;
+pub mod m3;
 pub mod rerank;
 mod rotary_config;
 pub mod sentence;

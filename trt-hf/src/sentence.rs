@@ -139,7 +139,7 @@ pub fn last_token(g: &mut Graph, hidden: &str, max_positions: usize) -> String {
 }
 
 /// ReduceMax takes its axes as an attribute until opset 18.
-fn attr_ints_axes(axes: &[i64]) -> trt_onnx::graph::proto::AttributeProto {
+pub(crate) fn attr_ints_axes(axes: &[i64]) -> trt_onnx::graph::proto::AttributeProto {
     crate::graph::attr_ints("axes", axes)
 }
 

@@ -10,19 +10,21 @@
 //! | [`distilbert`] | `distilbert` | word + absolute position; post-LN | dense, ReLU, linear on `[CLS]` |
 //! | [`mpnet`] | `mpnet` | as RoBERTa, plus a relative-position bias on every layer's scores; post-LN | dense, tanh, linear on `<s>` |
 //! | [`modernbert`] | `modernbert` | tokens, LayerNorm; pre-LN, rotary, global and sliding-window attention, gated GELU | not supported |
-//! | [`qwen3`] | `qwen3` | tokens only; pre-RMSNorm, rotary, causal grouped-query attention, gated SiLU | not supported |
+//! | [`rotary_encoder`] | `nomic_bert`, `gte` (`new`) | word + token type 0, LayerNorm; post-LN, rotary, bidirectional, gated SiLU / GELU | not supported |
+//! | [`decoder`] | `qwen3`, `qwen2`, `mistral` | tokens only; pre-RMSNorm, rotary, causal grouped-query attention (sliding-window layers), gated SiLU | not supported (Qwen3's causal LM as a reranker: [`crate::rerank`]) |
 //!
 //! `*ForTokenClassification` checkpoints of the BERT-like families all put
 //! `classifier` on every token's state ([`token_classifier`]); the masked-LM
 //! head SPLADE reads is BERT's ([`mlm_head`]).
 
 pub mod bert;
+pub mod decoder;
 pub mod distilbert;
 pub mod modernbert;
 pub mod mpnet;
-pub mod qwen3;
 pub mod roberta;
 pub mod rotary;
+pub mod rotary_encoder;
 
 use crate::arch::{Activation, ArchConfig, Family};
 use crate::graph::{AttentionWeights, Graph};
@@ -66,7 +68,9 @@ pub fn prefixes(cfg: &ArchConfig) -> &'static [&'static str] {
         (Family::Roberta, _) => &["roberta."],
         (Family::DistilBert, _) => &["distilbert."],
         (Family::MpNet, _) => &["mpnet."],
-        (Family::ModernBert, _) | (Family::Qwen3, _) => &["model."],
+        (Family::NomicBert, _) => &["nomic_bert."],
+        (Family::Gte, _) => &["gte.", "new."],
+        _ => &["model."],
     }
 }
 
@@ -79,19 +83,24 @@ pub fn name(cfg: &ArchConfig) -> &'static str {
         Family::MpNet => "MPNet",
         Family::ModernBert => "ModernBERT",
         Family::Qwen3 => "Qwen3",
+        Family::Qwen2 => "Qwen2",
+        Family::Mistral => "Mistral",
+        Family::NomicBert => "NomicBERT",
+        Family::Gte => "GTE",
     }
 }
 
 /// The encoder's last hidden state, `[B, S, hidden]`.
 pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<String> {
     let x = match (cfg.family, &cfg.rotary) {
-        (Family::Qwen3, Some(rot)) => return qwen3::encoder(g, w, cfg, rot),
         (Family::ModernBert, Some(rot)) => return modernbert::encoder(g, w, cfg, rot),
+        (Family::NomicBert | Family::Gte, Some(rot)) => return rotary_encoder::encoder(g, w, cfg, rot),
+        (_, Some(rot)) => return decoder::encoder(g, w, cfg, rot),
         (Family::Roberta, _) => roberta::embeddings(g, w, cfg)?,
         // DistilBERT's are BERT's with no token-type table.
         (Family::Bert | Family::DistilBert, _) => bert::embeddings(g, w, cfg)?,
         (Family::MpNet, _) => roberta::embeddings_without_types(g, w, cfg)?,
-        (Family::ModernBert | Family::Qwen3, _) => return Err(no_head(w, cfg, "an encoder without rotary settings")),
+        (_, None) => return Err(no_head(w, cfg, "an encoder without rotary settings")),
     };
     let mask = if g.is_fused() { g.mask_index() } else { g.mask_bias("attention_mask") };
     let bias = match cfg.family {
@@ -117,7 +126,7 @@ pub fn classifier(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) ->
         Family::Bert => bert::head(g, w, cfg, hidden),
         Family::Roberta | Family::MpNet => roberta::head(g, w, cfg, hidden),
         Family::DistilBert => distilbert::head(g, w, cfg, hidden),
-        Family::ModernBert | Family::Qwen3 => Err(no_head(w, cfg, "a sequence-classification head")),
+        _ => Err(no_head(w, cfg, "a sequence-classification head")),
     }
 }
 

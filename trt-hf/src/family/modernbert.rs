@@ -56,7 +56,7 @@ pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig, rot: &Rotary) -> Re
         let m = rotary::layer_norm_no_bias(g, &x, &t("mlp_norm", &[h])?, eps, &format!("{name}/mlp_norm"));
         let wi = t("mlp.Wi", &[2 * inter, h])?;
         let (input, gate) = (rotary::rows(&wi, 0..inter), rotary::rows(&wi, inter..2 * inter));
-        let m = rotary::gated_mlp(g, &m, &input, &gate, &t("mlp.Wo", &[h, inter])?, cfg.act, &format!("{name}/mlp"));
+        let m = rotary::gated_mlp(g, &m, &input, &gate, &t("mlp.Wo", &[h, inter])?, None, cfg.act, &format!("{name}/mlp"));
         x = g.op("Add", &format!("{name}/mlp/Residual"), &[&x, &m], vec![]);
     }
     Ok(rotary::layer_norm_no_bias(g, &x, &w.get("final_norm.weight", &[h])?, eps, "final_norm"))

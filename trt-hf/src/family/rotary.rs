@@ -1,4 +1,4 @@
-//! The blocks the rotary families (ModernBERT, Qwen3) are made of, written
+//! The blocks the rotary families (ModernBERT, the decoders) are made of, written
 //! once: RMSNorm, rotary position tables and their application, the
 //! attention masks (padding, causal, sliding window), grouped-query
 //! attention and the gated feed-forward.
@@ -7,9 +7,9 @@
 //! |---|---|---|
 //! | [`rms_norm`] | `x / sqrt(mean(x²) + eps) * w` (opset 17 has no RMSNormalization) | FP32, as transformers computes it |
 //! | [`rope`] | `cos` and signed `sin` tables `[max_positions, head_dim]`, computed here in FP32 and sliced to the sequence | the tables follow their consumers |
-//! | [`attention_bias`] | the additive `[B, 1, 1, S, S]` bias: padding, and causal or a band of half-width `window` | follows its inputs |
+//! | [`attention_bias`] | the additive `[B, 1, 1, S, S]` bias: padding, and causal, a band of half-width `window`, or both | follows its inputs |
 //! | [`attention`] | grouped-query attention with rotary Q and K, optional per-head RMSNorm of Q and K | Softmax FP32 |
-//! | [`gated_mlp`] | `out(act(a(x)) * b(x))` | follows its inputs |
+//! | [`gated_mlp`] | `out(act(a(x)) * b(x))`, `out` with or without a bias | follows its inputs |
 //!
 //! Grouped-query attention is written without copying K and V per query
 //! head: Q is laid out `[B, kv_heads, group, S, head_dim]` and K, V
@@ -104,6 +104,8 @@ pub enum Pattern {
     Causal,
     /// Keys with |i - j| <= this (ModernBERT's local layers).
     Window(usize),
+    /// Keys with 0 <= i - j <= this (decoders' sliding layers).
+    CausalWindow(usize),
 }
 
 /// The additive score bias `[B, 1, 1, S, S]` (`[B, 1, 1, 1, S]` for
@@ -112,12 +114,13 @@ pub fn attention_bias(g: &mut Graph, pattern: Pattern, max_positions: usize, nam
     let mask = g.op("Cast", &format!("{name}/mask/Cast"), &["attention_mask"], vec![attr_int("to", 1)]);
     let axes = g.ints(&format!("{name}/mask/axes"), &[3], &[1, 2, 3]);
     let mut allowed = g.op("Unsqueeze", &format!("{name}/mask/Unsqueeze"), &[&mask, &axes], vec![]);
-    let band = match pattern {
-        Pattern::Full => None,
-        Pattern::Causal => Some(None),
-        Pattern::Window(w) => Some(Some(w)),
+    let (causal, window) = match pattern {
+        Pattern::Full => (false, None),
+        Pattern::Causal => (true, None),
+        Pattern::Window(w) => (false, Some(w)),
+        Pattern::CausalWindow(w) => (true, Some(w)),
     };
-    if let Some(window) = band {
+    if causal || window.is_some() {
         let table: Vec<f32> = (0..max_positions).map(|p| p as f32).collect();
         let table = g.floats(&format!("{name}/positions"), &[max_positions], &table);
         let len = g.seq_len("input_ids");
@@ -125,18 +128,22 @@ pub fn attention_bias(g: &mut Graph, pattern: Pattern, max_positions: usize, nam
         let (ax0, ax1) = (g.ints(&format!("{name}/axis0"), &[1], &[0]), g.ints(&format!("{name}/axis1"), &[1], &[1]));
         let i = g.op("Unsqueeze", &format!("{name}/query"), &[&p, &ax1], vec![]);
         let j = g.op("Unsqueeze", &format!("{name}/key"), &[&p, &ax0], vec![]);
-        let hidden = match window {
-            None => g.op("Greater", &format!("{name}/causal/Greater"), &[&j, &i], vec![]),
-            Some(w) => {
-                let d = g.op("Sub", &format!("{name}/window/Sub"), &[&i, &j], vec![]);
-                let d = g.op("Abs", &format!("{name}/window/Abs"), &[&d], vec![]);
-                let w = g.scalar(w as f32);
-                g.op("Greater", &format!("{name}/window/Greater"), &[&d, &w], vec![])
-            }
-        };
-        let seen = g.op("Not", &format!("{name}/Not"), &[&hidden], vec![]);
-        let seen = g.op("Cast", &format!("{name}/Cast"), &[&seen], vec![attr_int("to", 1)]);
-        allowed = g.op("Mul", &format!("{name}/Combine"), &[&allowed, &seen], vec![]);
+        let mut hidden = causal.then(|| g.op("Greater", &format!("{name}/causal/Greater"), &[&j, &i], vec![]));
+        if let Some(w) = window {
+            let d = g.op("Sub", &format!("{name}/window/Sub"), &[&i, &j], vec![]);
+            let d = g.op("Abs", &format!("{name}/window/Abs"), &[&d], vec![]);
+            let w = g.scalar(w as f32);
+            let far = g.op("Greater", &format!("{name}/window/Greater"), &[&d, &w], vec![]);
+            hidden = Some(match hidden {
+                Some(later) => g.op("Or", &format!("{name}/Or"), &[&later, &far], vec![]),
+                None => far,
+            });
+        }
+        if let Some(hidden) = hidden {
+            let seen = g.op("Not", &format!("{name}/Not"), &[&hidden], vec![]);
+            let seen = g.op("Cast", &format!("{name}/Cast"), &[&seen], vec![attr_int("to", 1)]);
+            allowed = g.op("Mul", &format!("{name}/Combine"), &[&allowed, &seen], vec![]);
+        }
     }
     let one = g.scalar(1.0);
     let hidden = g.op("Sub", &format!("{name}/Sub"), &[&one, &allowed], vec![]);
@@ -211,22 +218,32 @@ pub fn attention(
     g.op("Reshape", &format!("{name}/context/Reshape"), &[&ctx, &merge], vec![])
 }
 
-/// `out(act(a(x)) * b(x))`: Qwen3's `down(silu(gate(x)) * up(x))`,
-/// ModernBERT's `Wo(gelu(input) * gate)`.
-pub fn gated_mlp(g: &mut Graph, x: &str, a: &Tensor, b: &Tensor, out: &Tensor, act: crate::arch::Activation, name: &str) -> String {
+/// `out(act(a(x)) * b(x)) (+ out_bias)`: Qwen3's `down(silu(gate(x)) * up(x))`,
+/// ModernBERT's `Wo(gelu(input) * gate)`, GTE's `down(gelu(gate(x)) * up(x)) + b`.
+#[allow(clippy::too_many_arguments)]
+pub fn gated_mlp(
+    g: &mut Graph,
+    x: &str,
+    a: &Tensor,
+    b: &Tensor,
+    out: &Tensor,
+    out_bias: Option<&Tensor>,
+    act: crate::arch::Activation,
+    name: &str,
+) -> String {
     let ya = g.linear(x, a, None, &format!("{name}/act_in"));
     let ya = g.activation(&ya, act, &format!("{name}/act"));
     let yb = g.linear(x, b, None, &format!("{name}/mul_in"));
     let y = g.op("Mul", &format!("{name}/Gate"), &[&ya, &yb], vec![]);
-    g.linear(&y, out, None, &format!("{name}/out"))
+    g.linear(&y, out, out_bias, &format!("{name}/out"))
 }
 
-/// Rows `range` of a 2-D tensor (a fused projection's part).
+/// Rows `range` of a 2-D tensor, or elements of a 1-D one (a fused projection's part).
 pub fn rows(t: &Tensor, range: std::ops::Range<usize>) -> Tensor {
     let cols = t.shape.get(1).copied().unwrap_or(1);
     Tensor {
         name: format!("{}[{}..{}]", t.name, range.start, range.end),
-        shape: vec![range.len(), cols],
+        shape: if t.shape.len() == 1 { vec![range.len()] } else { vec![range.len(), cols] },
         data: t.data[range.start * cols..range.end * cols].to_vec(),
     }
 }
