@@ -9,5 +9,10 @@
 //! a global logger, the thread pools) gets a `[[test]]` of its own in the
 //! crate's Cargo.toml instead.
 
+// Each file keeps its own `mod common;` (or `#[path] mod support;`), as when it was a
+// binary of its own, so the files stay as they were; a helper module is then compiled
+// once per file that declares it, which is what this lint reports.
+#![allow(clippy::duplicate_mod)]
+
 #[path = "../hf_import.rs"]
 mod hf_import;

@@ -12,6 +12,11 @@
 //! In their own binaries, for process-wide state:
 //! - `nlp_threads`: sets RAYON_NUM_THREADS and TOKENIZERS_PARALLELISM, which are process-wide and read once by the thread pools.
 
+// Each file keeps its own `mod common;` (or `#[path] mod support;`), as when it was a
+// binary of its own, so the files stay as they were; a helper module is then compiled
+// once per file that declares it, which is what this lint reports.
+#![allow(clippy::duplicate_mod)]
+
 #[path = "../nlp_batching.rs"]
 mod nlp_batching;
 #[cfg(feature = "onnxruntime")]

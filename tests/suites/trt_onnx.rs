@@ -9,6 +9,11 @@
 //! a global logger, the thread pools) gets a `[[test]]` of its own in the
 //! crate's Cargo.toml instead.
 
+// Each file keeps its own `mod common;` (or `#[path] mod support;`), as when it was a
+// binary of its own, so the files stay as they were; a helper module is then compiled
+// once per file that declares it, which is what this lint reports.
+#![allow(clippy::duplicate_mod)]
+
 #[path = "../onnx_calibrate.rs"]
 mod onnx_calibrate;
 #[path = "../onnx_cuda.rs"]

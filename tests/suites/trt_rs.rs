@@ -12,6 +12,11 @@
 //! In their own binaries, for process-wide state:
 //! - `callbacks`: installs a panicking TensorRT logger, which is process-wide: in the shared binary it would receive the log of every other test's TensorRT calls.
 
+// Each file keeps its own `mod common;` (or `#[path] mod support;`), as when it was a
+// binary of its own, so the files stay as they were; a helper module is then compiled
+// once per file that declares it, which is what this lint reports.
+#![allow(clippy::duplicate_mod)]
+
 #[path = "../build.rs"]
 mod build;
 #[path = "../build_errors.rs"]

@@ -12,6 +12,11 @@
 //! In their own binaries, for process-wide state:
 //! - `serve_log_records`: installs the process's one `log` logger.
 
+// Each file keeps its own `mod common;` (or `#[path] mod support;`), as when it was a
+// binary of its own, so the files stay as they were; a helper module is then compiled
+// once per file that declares it, which is what this lint reports.
+#![allow(clippy::duplicate_mod)]
+
 #[path = "../serve_config.rs"]
 mod serve_config;
 #[path = "../serve_dispatch.rs"]
