@@ -7,7 +7,7 @@
 # and container toolkit):
 #   docker build --target gpu -t trt-serve:gpu .
 #   docker run --rm --gpus all -p 8080:8080 -v "$PWD/model:/mnt/models:ro" trt-serve:gpu ...
-# The build is the ONNX-Runtime-only configuration, which needs no TensorRT headers;
+# The build is trt-cli's default features, ONNX Runtime only, which need no TensorRT headers;
 # ONNX Runtime's C library comes from the PyPI onnxruntime wheel (CPU) or the
 # onnxruntime-gpu wheel (a CUDA 13.0 build: its CUDA provider needs cuBLAS, cuBLASLt,
 # cuRAND and cudart 13, and cuDNN 9, which the CUDA image below has), pinned below as in
@@ -22,7 +22,7 @@ ARG CUDA_IMAGE=nvidia/cuda:13.0.1-cudnn-runtime-ubuntu24.04
 FROM rust:1.95-slim-trixie AS builder
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked -p trt-cli --no-default-features --features onnxruntime
+RUN cargo build --release --locked -p trt-cli
 
 FROM python:3.13-slim-trixie AS onnxruntime
 ARG ORT_VERSION

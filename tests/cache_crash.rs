@@ -60,7 +60,7 @@ fn profile(c: &mut BuilderConfig<'_>) -> trt::Result<()> {
 /// Starts this test again as the writer `role` on `dir`.
 fn spawn_child(test: &str, role: &str, dir: &Path, model: &Path) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .args(["--exact", &libtest::exact_name(module_path!(), test), "--nocapture", "--test-threads=1"])
         .env(CHILD, role)
         .env("TRT_CACHE_CRASH_DIR", dir)
         .env("TRT_CACHE_CRASH_MODEL", model)

@@ -71,6 +71,18 @@ fn gpu_present() -> bool {
     trt_cuda::Device::new(0).is_ok()
 }
 
+/// Without the tensorrt feature (the default) the TensorRT commands are still
+/// accepted, and answer which feature they need instead of clap's
+/// "unrecognized subcommand".
+#[cfg(not(feature = "tensorrt"))]
+#[test]
+fn tensorrt_commands_name_the_feature_they_need_without_it() {
+    for command in ["build", "inspect", "refit", "demo"] {
+        let o = run(&[command, "model.onnx", "-o", "model.plan", "--fp16"]);
+        assert_user_error(&o, &[&format!("`trt {command}`"), "`tensorrt` feature", "--features tensorrt"]);
+    }
+}
+
 /// The TensorRT commands (build, inspect, bench): absent without the
 /// tensorrt feature, and so are their tests.
 #[cfg(feature = "tensorrt")]

@@ -2,7 +2,7 @@
 //! the committed script's onnxruntime references. Every test here is ignored
 //! by default: no machine this project has can execute a TensorRT engine (CI
 //! has no GPU; TensorRT-RTX refuses the lent H200, compute capability 9.0).
-//! On a supported GPU: `cargo test -p trt-rs --test execution -- --include-ignored`.
+//! On a supported GPU: `cargo test -p trt-rs --test trt_rs -- --include-ignored execution::`.
 
 mod common;
 

@@ -22,6 +22,8 @@ use trt_nlp::{HelperOptions, PairTruncation, TextModel, TruncationSide};
 
 #[path = "common/deps.rs"]
 mod deps;
+#[path = "common/libtest.rs"]
+mod libtest;
 
 /// The fixtures: `$HF_FIXTURES` (a test binary copied to another machine),
 /// else this checkout's `tests/data/hf`.
@@ -496,7 +498,7 @@ fn a_hf_folder_opens_directly_through_the_import_cache() {
     // environment names, a temporary folder here) and opens the import.
     let cache = tempfile::tempdir().unwrap();
     let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "opens_directly_child", "--nocapture", "--include-ignored"])
+        .args(["--exact", &libtest::exact_name(module_path!(), "opens_directly_child"), "--nocapture", "--include-ignored"])
         .env("TRT_IMPORT_CACHE", cache.path())
         .status()
         .unwrap();

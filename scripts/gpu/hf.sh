@@ -4,7 +4,7 @@
 # (`ort-cuda.sh 0`, then `SKIP_TESTS=1 ort-cuda.sh 2`, on the same warm
 # machine); `scripts/gpu/pack.sh` with ONLY=hf makes what they carry:
 #
-#   fixtures (.gpu/hf/bins: nlp_hf; may run in the same call as ort-cuda.sh 2):
+#   fixtures (.gpu/hf/bins: trt_nlp, trt-nlp's test binary; may run in the same call as ort-cuda.sh 2):
 #     every fixture of tests/data/hf (in the working tree) imported in FP32 and
 #     FP16 and run on CUDA against the libraries' references
 #     (tests/nlp_hf.rs cuda_imports_match_the_libraries_in_fp32_and_fp16)
@@ -40,15 +40,15 @@ export PYTHONPATH=$W/site PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 case "${1:?fixtures, minilm, base, serve or qwen3}" in
 fixtures)
-  unpack .gpu/hf/bins "$W/bin" nlp_hf || exit 1
+  unpack .gpu/hf/bins "$W/bin" trt_nlp || exit 1
   { echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-    "$W/bin/nlp_hf" --include-ignored --nocapture --test-threads 1 cuda_imports; } > "$OUT/hf_fixtures.log" 2>&1
+    "$W/bin/trt_nlp" --include-ignored --nocapture --test-threads 1 nlp_hf::cuda_imports; } > "$OUT/hf_fixtures.log" 2>&1
   grep -E "on CUDA|test result|panicked" "$OUT/hf_fixtures.log"
   ;;
 minilm)
-  [ -x "$W/bin/nlp_hf" ] || { echo "hf.sh minilm: run hf.sh fixtures first (it unpacks nlp_hf)" >&2; exit 1; }
+  [ -x "$W/bin/trt_nlp" ] || { echo "hf.sh minilm: run hf.sh fixtures first (it unpacks trt_nlp)" >&2; exit 1; }
   { echo "# $(date -u +%FT%TZ)"
-    MINILM_DIR=$ROOT/.gpu/hf/minilm-f16 "$W/bin/nlp_hf" --include-ignored --nocapture --test-threads 1 cuda_all_minilm; } > "$OUT/hf_minilm.log" 2>&1
+    MINILM_DIR=$ROOT/.gpu/hf/minilm-f16 "$W/bin/trt_nlp" --include-ignored --nocapture --test-threads 1 nlp_hf::cuda_all_minilm; } > "$OUT/hf_minilm.log" 2>&1
   grep -E "on CUDA|test result|panicked" "$OUT/hf_minilm.log"
   ;;
 base)

@@ -10,8 +10,8 @@
 #     (FP32 and FP16, from the FP16-stored weights: the FP32 file does not fit
 #     a call) and keeps the weights for PyTorch.
 #   2 (.gpu/c2: ort-b, bins with the CUDA tests): reassembles ONNX Runtime
-#     (SHA-256 checked) and runs the CUDA tests (cuda, onnx_cuda, nlp_cuda,
-#     serve_gpu); SANITIZE=1: then compute-sanitizer over the staging tests.
+#     (SHA-256 checked) and runs the CUDA tests (tests/cuda.rs, onnx_cuda.rs,
+#     nlp_cuda.rs, serve_gpu.rs: modules of the crates' test binaries); SANITIZE=1: then compute-sanitizer over the staging tests.
 #   3 (.gpu/c3: bins with the model benches, rtx.part00): the model-only bench
 #     twice (Rust vs Python onnxruntime-gpu) and the end-to-end embedding bench
 #     (vs Python onnxruntime-gpu and PyTorch FP16 eager). With an
@@ -57,12 +57,13 @@ export BENCH_PYTHON=python3
 # the staging buffers' test, bounded, into $OUT/sanitizer.log.
 sanitize() {
   {
-    timeout 150 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$W/bin/nlp_cuda" \
-      --include-ignored --test-threads 1 cuda_fp32_matches_the_cpu cuda_graphs_replay a_batch_past_the_memory_limit row_buckets the_fused_fp16
-    echo "compute-sanitizer nlp_cuda exit $?"
-    [ -x "$W/bin/cuda" ] && timeout 60 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$W/bin/cuda" \
-      --include-ignored --test-threads 1 staged_buffers
-    echo "compute-sanitizer cuda exit $?"
+    timeout 150 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$W/bin/trt_nlp" \
+      --include-ignored --test-threads 1 nlp_cuda::cuda_fp32_matches_the_cpu nlp_cuda::cuda_graphs_replay \
+      nlp_cuda::a_batch_past_the_memory_limit nlp_cuda::row_buckets nlp_cuda::the_fused_fp16
+    echo "compute-sanitizer trt_nlp (nlp_cuda) exit $?"
+    [ -x "$W/bin/trt_cuda" ] && timeout 60 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$W/bin/trt_cuda" \
+      --include-ignored --test-threads 1 cuda::staged_buffers
+    echo "compute-sanitizer trt_cuda exit $?"
   } > "$OUT/sanitizer.log" 2>&1
   grep -E "ERROR SUMMARY|LEAK SUMMARY|test result|exit" "$OUT/sanitizer.log"
 }
@@ -87,13 +88,13 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
   python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$W/ort.tar.xz" "$SITE" || exit 1
   python3 -c 'import onnxruntime as o; print(o.__version__, o.__file__, o.get_available_providers())' | tee "$OUT/python_ort.txt"
   [ "${SKIP_TESTS:-0}" = 1 ] && { echo "tests skipped (SKIP_TESTS=1)"; exit 0; }
-  unpack .gpu/c2/bins "$W/bin" cuda onnx_cuda nlp_cuda serve_gpu || exit 1
+  unpack .gpu/c2/bins "$W/bin" trt_cuda trt_onnx trt_nlp trt_serve || exit 1
   {
     echo "# $(date -u +%FT%TZ) ORT_DYLIB_PATH=$ORT_DYLIB_PATH"
-    "$W/bin/cuda" --include-ignored --nocapture --test-threads 1
-    "$W/bin/onnx_cuda" --include-ignored --nocapture --test-threads 1
-    "$W/bin/nlp_cuda" --include-ignored --nocapture --test-threads 1
-    "$W/bin/serve_gpu" --include-ignored --nocapture --test-threads 1
+    "$W/bin/trt_cuda" --include-ignored --nocapture --test-threads 1 cuda::
+    "$W/bin/trt_onnx" --include-ignored --nocapture --test-threads 1 onnx_cuda::
+    "$W/bin/trt_nlp" --include-ignored --nocapture --test-threads 1 nlp_cuda::
+    "$W/bin/trt_serve" --include-ignored --nocapture --test-threads 1 serve_gpu::
   } > "$OUT/tests.log" 2>&1
   grep -E "^test |test result|max abs diff|a 256 x 512|CUDA graphs vs|panicked" "$OUT/tests.log"
   if [ "${SANITIZE:-0}" = 1 ]; then sanitize; fi
@@ -248,6 +249,6 @@ case "${1:?step 0, 1, 2, 3, 4 or 5}" in
   done
   nvidia-smi --query-gpu=memory.used,memory.total --format=csv >> "$OUT/host.txt" 2>&1
   # SKIP_SANITIZER=1: the serving figures only.
-  if [ -x "$W/bin/nlp_cuda" ] && [ "${SKIP_SANITIZER:-0}" != 1 ]; then sanitize; fi
+  if [ -x "$W/bin/trt_nlp" ] && [ "${SKIP_SANITIZER:-0}" != 1 ]; then sanitize; fi
   ;;
 esac

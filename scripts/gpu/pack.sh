@@ -9,15 +9,20 @@ cd "$(dirname "$0")/../.."
 # (ort-cuda.sh 2 with SKIP_TESTS=1, then 5 or 4 with SKIP_SANITIZER=1).
 TARGET=${CARGO_TARGET_DIR:-target}
 newest() { ls -t "$TARGET"/release/deps/"$1"-* | grep -vE '\.(d|rlib|rmeta)$' | head -n 1; }
-# ONLY=hf: the HuggingFace import's CUDA test (.gpu/hf/bins) and all-MiniLM-L6-v2's
-# folder with FP16-stored weights (.gpu/hf/minilm-f16), trt and the serve_load bench,
-# for scripts/gpu/hf.sh.
+# The test binaries are the crates' (tests/suites/): trt_nlp holds tests/nlp_cuda.rs
+# and tests/nlp_hf.rs, and the scripts on the host pick a file's tests by its module
+# (`trt_nlp nlp_cuda::`).
+# ONLY=hf: trt-nlp's tests, for the HuggingFace import's CUDA test (.gpu/hf/bins), and
+# all-MiniLM-L6-v2's folder with FP16-stored weights (.gpu/hf/minilm-f16), trt and the
+# serve_load and ort_cuda benches, for scripts/gpu/hf.sh. The TensorRT commands are not
+# needed on the host (TensorRT-RTX refuses its GPU), so trt is built with its default
+# features, ONNX Runtime only.
 if [ "${ONLY:-}" = hf ]; then
-  cargo build --release -p trt-nlp --test nlp_hf -p trt-cli --bin trt
+  cargo build --release -p trt-nlp --test trt_nlp -p trt-cli --bin trt
   cargo bench --no-run -p trt-cli --bench serve_load
   cargo bench --no-run -p trt-nlp --bench ort_cuda
   mkdir -p .gpu/hf/bins
-  strip -o .gpu/hf/bins/nlp_hf "$(newest nlp_hf)" && xz -T2 -6 -f .gpu/hf/bins/nlp_hf
+  strip -o .gpu/hf/bins/trt_nlp "$(newest trt_nlp)" && xz -T2 -6 -f .gpu/hf/bins/trt_nlp
   strip -o .gpu/hf/bins/trt "$TARGET/release/trt" && xz -T2 -6 -f .gpu/hf/bins/trt
   strip -o .gpu/hf/bins/serve_load "$(newest serve_load)" && xz -T2 -6 -f .gpu/hf/bins/serve_load
   strip -o .gpu/hf/bins/ort_cuda "$(newest ort_cuda)" && xz -T2 -6 -f .gpu/hf/bins/ort_cuda
@@ -29,8 +34,8 @@ if [ "${ONLY:-}" = serve ]; then
   cargo build --release -p trt-cli --bin trt --bench serve_load
 else
   cargo build --release -p trt-cli --bin trt --bench serve_load \
-    -p trt-nlp --test nlp_cuda --bench ort_cuda --bench embed_cuda -p trt-onnx --test onnx_cuda -p trt-serve --test serve_gpu \
-    -p trt-cuda --test cuda
+    -p trt-nlp --test trt_nlp --bench ort_cuda --bench embed_cuda -p trt-onnx --test trt_onnx -p trt-serve --test trt_serve \
+    -p trt-cuda --test trt_cuda
 fi
 # pack DEST NAME SRC [--strip-debug]: the last keeps the symbol table (for
 # perf on the host: trt's own frames by name).
@@ -41,7 +46,7 @@ pack() {
   xz -T2 -6 -f "$dest/$name"
 }
 if [ "${ONLY:-}" != serve ]; then
-  for t in cuda onnx_cuda nlp_cuda serve_gpu; do pack .gpu/c2/bins "$t" "$(newest "$t")"; done
+  for t in trt_cuda trt_onnx trt_nlp trt_serve; do pack .gpu/c2/bins "$t" "$(newest "$t")"; done
   for t in ort_cuda embed_cuda; do pack .gpu/c3/bins "$t" "$(newest "$t")"; done
 fi
 pack .gpu/c4/bins trt "$TARGET/release/trt" --strip-debug

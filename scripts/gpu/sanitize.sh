@@ -3,9 +3,9 @@
 # memcheck (with leak check), racecheck, synccheck and initcheck over
 # each prebuilt test binary in .gpu/sanitize/. The host has no Rust: build here,
 # on the development machine, from the repository root:
-#   { cargo test --no-run -p trt-cuda --test cuda; cargo test --no-run -p trt-rs --lib; } 2>&1 | grep -o 'target/debug/deps/[a-z_]*-[0-9a-f]*' | sort -u
+#   { cargo test --no-run -p trt-cuda --test trt_cuda; cargo test --no-run -p trt-rs --lib; } 2>&1 | grep -o 'target/debug/deps/[a-z_]*-[0-9a-f]*' | sort -u
 #   mkdir -p .gpu/sanitize
-#   cp target/debug/deps/cuda-<hash> .gpu/sanitize/cuda       # tests/cuda.rs: trt-cuda (streams, buffers, graphs)
+#   cp target/debug/deps/trt_cuda-<hash> .gpu/sanitize/cuda   # tests/cuda.rs, trt-cuda's one test binary (streams, buffers, graphs)
 #   cp target/debug/deps/trt-<hash>  .gpu/sanitize/trt-lib    # trt's unit tests (the context work order)
 #   git rev-parse HEAD > .gpu/sanitize/commit.txt
 # (or compressed, to fit a call's 64 MiB: xz -T2 -c <binary> > .gpu/sanitize/<name>.xz)

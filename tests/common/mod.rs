@@ -10,6 +10,7 @@ pub fn deps() -> PathBuf {
 }
 
 mod deps;
+pub mod libtest;
 
 /// A file the setup step generates; a missing one fails the test with the fix.
 pub fn generated(rel: &str) -> PathBuf {

@@ -4,7 +4,7 @@
 //!
 //! Looked for, in order: `$TRT_DEPS_DIR` (when set, the only candidate);
 //! `.deps` in the current folder or any folder above it (the binary is usually
-//! run from the repository: `cargo run --release -p trt-cli -- demo`); the
+//! run from the repository: `cargo run --release -p trt-cli --features tensorrt -- demo`); the
 //! `TRT_DEPS_DIR` of the build (the workspace's `.cargo/config.toml` names
 //! its `.deps/`). The first that exists is handed to the libraries' searches
 //! (`trt-locate`) as `TRT_DEPS_DIR`, so a `trt` started outside cargo finds

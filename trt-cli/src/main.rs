@@ -15,10 +15,12 @@
 //! | `trt compare A.onnx B.onnx` / `trt compare PLAN MODEL.onnx` | output (and `--layers`) differences as a table or `--json`, a CI gate | ONNX models: no (ONNX Runtime); plans: yes |
 //! | `trt serve --model-repository DIR` | KServe v2 / Triton-protocol server (HTTP, gRPC, metrics) | no (ONNX Runtime); plans: yes |
 //!
-//! Built without the `tensorrt` feature (`--no-default-features --features
-//! onnxruntime`), `build`, `inspect`, `refit` and `demo` are absent, `bench`
-//! takes ONNX models only, and the rest runs on ONNX Runtime alone: no
-//! TensorRT headers are needed to build.
+//! Features: `onnxruntime` (default; always built in) and `tensorrt` (off:
+//! `cargo install trt-cli --features tensorrt`, which needs TensorRT headers,
+//! through trt-sys). The default build needs no TensorRT headers: `bench`
+//! takes ONNX models only, the rest runs on ONNX Runtime alone, and `build`,
+//! `inspect`, `refit` and `demo` answer with an error that names the feature
+//! they need. `otel` (off) adds `--otlp-endpoint`.
 //!
 //! Errors are one line, `error: ...`, naming the file or tensor and the cause;
 //! exit code 1, or 2 for usage errors (clap's), or 3 for `trt bench
@@ -71,14 +73,23 @@ enum Command {
     /// Build a TensorRT plan from an ONNX model.
     #[cfg(feature = "tensorrt")]
     Build(cmd::build::Args),
+    /// Build a TensorRT plan from an ONNX model (needs the `tensorrt` feature, not in this build).
+    #[cfg(not(feature = "tensorrt"))]
+    Build(cmd::without_tensorrt::Args),
     /// Show the inputs, outputs and layers of an ONNX model or a plan.
     #[cfg(feature = "tensorrt")]
     Inspect(cmd::inspect::Args),
+    /// Show the inputs, outputs and layers of an ONNX model or a plan (needs the `tensorrt` feature, not in this build).
+    #[cfg(not(feature = "tensorrt"))]
+    Inspect(cmd::without_tensorrt::Args),
     /// Measure a model's latency and throughput (a plan on TensorRT, ONNX on ONNX Runtime).
     Bench(cmd::bench::Args),
     /// New weights for a refittable plan, from an ONNX model or a safetensors file.
     #[cfg(feature = "tensorrt")]
     Refit(cmd::refit::Args),
+    /// New weights for a refittable plan (needs the `tensorrt` feature, not in this build).
+    #[cfg(not(feature = "tensorrt"))]
+    Refit(cmd::without_tensorrt::Args),
     /// Tokenize texts into input_ids and attention_mask (one JSON line per text).
     Tokenize(cmd::tokenize::Args),
     /// Classify texts with a sequence-classification model (plan, ONNX or model folder).
@@ -90,6 +101,9 @@ enum Command {
     /// Build, inspect and (where the GPU allows) run the embedded default model.
     #[cfg(feature = "tensorrt")]
     Demo(cmd::demo::Args),
+    /// Build, inspect and run the embedded default model (needs the `tensorrt` feature, not in this build).
+    #[cfg(not(feature = "tensorrt"))]
+    Demo(cmd::without_tensorrt::Args),
     /// Write a HuggingFace model folder (safetensors weights) as a servable ONNX folder.
     Import(cmd::import::Args),
     /// Convert an ONNX model's precision (FP32 to FP16).
@@ -142,15 +156,23 @@ fn main() -> ExitCode {
         Command::Build(a) => cmd::build::run(a),
         #[cfg(feature = "tensorrt")]
         Command::Inspect(a) => cmd::inspect::run(a),
+        #[cfg(not(feature = "tensorrt"))]
+        Command::Build(_) => cmd::without_tensorrt::run("build"),
+        #[cfg(not(feature = "tensorrt"))]
+        Command::Inspect(_) => cmd::without_tensorrt::run("inspect"),
         Command::Bench(a) => cmd::bench::run(a),
         #[cfg(feature = "tensorrt")]
         Command::Refit(a) => cmd::refit::run(a),
+        #[cfg(not(feature = "tensorrt"))]
+        Command::Refit(_) => cmd::without_tensorrt::run("refit"),
         Command::Tokenize(a) => cmd::tokenize::run(a),
         Command::Classify(a) => cmd::nlp::classify(a),
         Command::Embed(a) => cmd::nlp::embed(a),
         Command::Ner(a) => cmd::nlp::ner(a),
         #[cfg(feature = "tensorrt")]
         Command::Demo(a) => cmd::demo::run(a),
+        #[cfg(not(feature = "tensorrt"))]
+        Command::Demo(_) => cmd::without_tensorrt::run("demo"),
         Command::Import(a) => cmd::import::run(a),
         Command::Convert(a) => cmd::convert::run(a),
         Command::Quantize(a) => cmd::quantize::run(a),

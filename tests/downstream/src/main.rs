@@ -1,6 +1,6 @@
 //! Embeds texts with an ONNX model folder through trt-nlp's public API alone
-//! (ONNX Runtime backend): what a downstream crate writes. Only compiled in CI
-//! (`cargo check`); it proves the features and the public paths, not results.
+//! (ONNX Runtime backend): what a downstream crate writes. Only built in CI
+//! (scripts/check-package); it proves the features and the public paths, not results.
 
 use trt_nlp::backend::onnxruntime::Provider;
 use trt_nlp::backend::{BackendChoice, BackendOptions};

@@ -28,3 +28,5 @@ pub mod quantize;
 pub mod refit;
 pub mod serve;
 pub mod tokenize;
+#[cfg(not(feature = "tensorrt"))]
+pub mod without_tensorrt;

@@ -1,0 +1,18 @@
+//! trt-hf's integration tests: one test binary (`cargo test -p trt-hf --test trt_hf`),
+//! so the workspace links one binary per crate rather than one per file. Each
+//! file of tests/ stays where it is and becomes a module here; a test's name
+//! starts with its file's (`cargo test -p trt-hf --test trt_hf -- hf_import::` runs one file).
+//!
+//! A new test file: put it in tests/ and add a `#[path] mod` line below, in
+//! alphabetical order (behind `#[cfg(feature = "...")]` where it needs a
+//! feature). A test that changes process-wide state (environment variables,
+//! a global logger, the thread pools) gets a `[[test]]` of its own in the
+//! crate's Cargo.toml instead.
+
+// Each file keeps its own `mod common;` (or `#[path] mod support;`), as when it was a
+// binary of its own, so the files stay as they were; a helper module is then compiled
+// once per file that declares it, which is what this lint reports.
+#![allow(clippy::duplicate_mod)]
+
+#[path = "../hf_import.rs"]
+mod hf_import;
