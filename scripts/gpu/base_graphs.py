@@ -119,8 +119,11 @@ def time_graph(path, vocab):
 
 
 def profile(path, vocab, b, s, lengths=None, runs=10):
-    """Where a graph's time goes: ONNX Runtime's own profiler over `runs` runs of one
-    shape, the kernel time summed per operator type (share of the total)."""
+    """Where the host waits in a graph's runs: ONNX Runtime's own profiler over `runs` runs
+    of one shape, its node times (`*_kernel_time`: each node's Compute timed on the host)
+    summed per operator type (share of the total). CUDA runs asynchronously, so a node that
+    waits for the device carries the kernels queued before it: this names where the host
+    waits, not which kernel holds the GPU (that needs Nsight Systems or a CUPTI build)."""
     import glob
     import tempfile
     opts = ort.SessionOptions()
@@ -192,7 +195,7 @@ def main():
         for name, b, s_, ragged in [("trt-hf-fused", 128, 134, False), ("trt-hf-packed", 128, 134, True)]:
             lengths = np.random.default_rng(1).integers(16, s_ + 1, b) if ragged else None
             shares = profile(graphs[name], cfg.vocab_size, b, s_, lengths)
-            print(f"{family} {name} {b}x{'r' if ragged else ''}{s_} kernel time by operator: " +
+            print(f"{family} {name} {b}x{'r' if ragged else ''}{s_} host time by operator (profiler node times): " +
                   ", ".join(f"{op} {100 * x:.1f}%" for op, x in shares[:8]), flush=True)
         for best in ["trt-hf-fused", "trt-hf-packed"]:
             for shape in results[family][best]:
