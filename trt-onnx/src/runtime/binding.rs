@@ -26,6 +26,7 @@ use ort::session::RunOptions;
 use ort::value::{Shape, TensorRefMut};
 use ort::AsPointer;
 
+use super::cuda::PinnedArena;
 use super::ElementType;
 use crate::{Error, Result};
 
@@ -83,6 +84,8 @@ pub struct IoBinding {
     runs: Vec<(Option<u32>, RunOptions)>,
     /// The session runs on ONNX Runtime's own stream: each run synchronises it.
     own_stream: bool,
+    /// Dropped after `raw`, which keeps the ONNX Runtime session alive.
+    _pinned: Option<std::sync::Arc<PinnedArena>>,
 }
 
 impl std::fmt::Debug for IoBinding {
@@ -101,10 +104,25 @@ impl std::fmt::Debug for IoBinding {
 unsafe impl Send for IoBinding {}
 
 impl IoBinding {
-    pub(super) fn new(raw: ort::session::IoBinding, device: u32, own_stream: bool) -> Result<Self> {
+    pub(super) fn new(
+        raw: ort::session::IoBinding,
+        device: u32,
+        own_stream: bool,
+        pinned: Option<std::sync::Arc<PinnedArena>>,
+    ) -> Result<Self> {
         let memory = MemoryInfo::new(AllocationDevice::CUDA, device as i32, AllocatorType::Device, MemoryType::Default)
             .map_err(|e| Error::ort("describing CUDA memory", e))?;
-        Ok(IoBinding { raw, memory, current: Vec::new(), cache: Vec::new(), rebinds: 0, made: 0, runs: Vec::new(), own_stream })
+        Ok(IoBinding {
+            raw,
+            memory,
+            current: Vec::new(),
+            cache: Vec::new(),
+            rebinds: 0,
+            made: 0,
+            runs: Vec::new(),
+            own_stream,
+            _pinned: pinned,
+        })
     }
 
     /// Binds input `name` to `shape` elements of `element` at device address `address`.

@@ -61,8 +61,7 @@ impl CudaOptions {
 /// How many CUDA devices the driver reports: [`Error::CudaDriver`] where no
 /// driver can be loaded or initialised; 0 where it finds no GPU.
 pub fn cuda_device_count() -> Result<usize> {
-    static COUNT: OnceCell<std::result::Result<usize, String>> = OnceCell::new();
-    COUNT.get_or_init(probe_driver).clone().map_err(|reason| Error::CudaDriver { reason })
+    driver().map(|d| d.devices).map_err(|reason| Error::CudaDriver { reason })
 }
 
 /// Whether sessions can run on CUDA here: the ONNX Runtime library loads
@@ -73,34 +72,140 @@ pub fn cuda_usable() -> bool {
     OrtLibrary::load().is_ok_and(|l| l.has_provider("CUDAExecutionProvider")) && cuda_device_count().is_ok_and(|n| n > 0)
 }
 
-fn probe_driver() -> std::result::Result<usize, String> {
-    // SAFETY: the driver library's initialisers are benign; the handle stays
-    // loaded for the process (as every CUDA user keeps it).
+/// The few driver entry points used here (`libcuda.so.1`, loaded once for the
+/// process, as every CUDA user keeps it).
+struct Driver {
+    devices: usize,
+    device_get: unsafe extern "C" fn(*mut i32, i32) -> i32,
+    primary_retain: unsafe extern "C" fn(*mut *mut std::ffi::c_void, i32) -> i32,
+    primary_release: unsafe extern "C" fn(i32) -> i32,
+    push: unsafe extern "C" fn(*mut std::ffi::c_void) -> i32,
+    pop: unsafe extern "C" fn(*mut *mut std::ffi::c_void) -> i32,
+    synchronize: unsafe extern "C" fn() -> i32,
+    _lib: libloading::Library,
+}
+
+fn driver() -> std::result::Result<&'static Driver, String> {
+    static DRIVER: OnceCell<std::result::Result<Driver, String>> = OnceCell::new();
+    DRIVER.get_or_init(load_driver).as_ref().map_err(Clone::clone)
+}
+
+fn load_driver() -> std::result::Result<Driver, String> {
+    // SAFETY: the driver library's initialisers are benign.
     let lib = unsafe { libloading::Library::new("libcuda.so.1") }.map_err(|e| format!("libcuda.so.1 cannot be loaded: {e}"))?;
-    type Init = unsafe extern "C" fn(u32) -> i32;
-    type Count = unsafe extern "C" fn(*mut i32) -> i32;
-    // SAFETY: the symbols' C signatures are the driver API's `cuInit` and `cuDeviceGetCount`.
-    let (init, count) = unsafe {
-        let init: libloading::Symbol<'_, Init> = lib.get(b"cuInit\0").map_err(|e| format!("libcuda.so.1 has no cuInit: {e}"))?;
-        let count: libloading::Symbol<'_, Count> =
-            lib.get(b"cuDeviceGetCount\0").map_err(|e| format!("libcuda.so.1 has no cuDeviceGetCount: {e}"))?;
-        (*init, *count)
+    /// A driver symbol as a plain function pointer of type `T`.
+    ///
+    /// # Safety
+    /// `T` must be the symbol's C signature.
+    unsafe fn sym<T: Copy>(lib: &libloading::Library, name: &str) -> std::result::Result<T, String> {
+        // SAFETY: forwarded to the caller.
+        unsafe { lib.get::<T>(name.as_bytes()) }.map(|s| *s).map_err(|e| format!("libcuda.so.1 has no {name}: {e}"))
+    }
+    // SAFETY: each type is the driver API's signature of that name (cuda.h;
+    // the `_v2` names are what cuda.h maps the plain ones to).
+    let (init, count, device_get, primary_retain, primary_release, push, pop, synchronize) = unsafe {
+        (
+            sym::<unsafe extern "C" fn(u32) -> i32>(&lib, "cuInit")?,
+            sym::<unsafe extern "C" fn(*mut i32) -> i32>(&lib, "cuDeviceGetCount")?,
+            sym(&lib, "cuDeviceGet")?,
+            sym(&lib, "cuDevicePrimaryCtxRetain")?,
+            sym(&lib, "cuDevicePrimaryCtxRelease_v2")?,
+            sym(&lib, "cuCtxPushCurrent_v2")?,
+            sym(&lib, "cuCtxPopCurrent_v2")?,
+            sym(&lib, "cuCtxSynchronize")?,
+        )
     };
     // SAFETY: cuInit takes flags (0) and may be called more than once.
-    match unsafe { init(0) } {
-        0 => {}
-        100 => return Ok(0), // CUDA_ERROR_NO_DEVICE
+    let devices = match unsafe { init(0) } {
+        0 => {
+            let mut n = 0i32;
+            // SAFETY: `n` is a valid out-pointer.
+            match unsafe { count(&mut n) } {
+                0 => n.max(0) as usize,
+                code => return Err(format!("cuDeviceGetCount failed with CUresult {code}")),
+            }
+        }
+        100 => 0, // CUDA_ERROR_NO_DEVICE
         35 => return Err("the driver is older than this CUDA runtime (CUDA_ERROR_INSUFFICIENT_DRIVER)".into()),
         code => return Err(format!("cuInit failed with CUresult {code}")),
+    };
+    Ok(Driver { devices, device_get, primary_retain, primary_release, push, pop, synchronize, _lib: lib })
+}
+
+/// Waits until all work queued on `device` (its primary context, where ONNX
+/// Runtime and this workspace's streams live) has finished, host functions
+/// queued on its streams included.
+fn synchronize_device(device: u32) -> std::result::Result<(), String> {
+    let d = driver()?;
+    let check = |what: &str, code: i32| if code == 0 { Ok(()) } else { Err(format!("{what} failed with CUresult {code}")) };
+    let (mut dev, mut ctx) = (0i32, std::ptr::null_mut());
+    // SAFETY: valid out-pointers; the context retained here is pushed, popped
+    // and released in turn on this thread.
+    unsafe {
+        check("cuDeviceGet", (d.device_get)(&mut dev, device as i32))?;
+        check("cuDevicePrimaryCtxRetain", (d.primary_retain)(&mut ctx, dev))?;
+        let pushed = check("cuCtxPushCurrent", (d.push)(ctx));
+        let synced = pushed.clone().and_then(|()| check("cuCtxSynchronize", (d.synchronize)()));
+        if pushed.is_ok() {
+            let mut popped = std::ptr::null_mut();
+            (d.pop)(&mut popped);
+        }
+        (d.primary_release)(dev);
+        synced
     }
-    let mut n = 0i32;
-    // SAFETY: `n` is a valid out-pointer.
-    let code = unsafe { count(&mut n) };
-    std::mem::forget(lib);
-    if code != 0 {
-        return Err(format!("cuDeviceGetCount failed with CUresult {code}"));
+}
+
+/// Keeps a CUDA session's pinned host-memory arena alive until the session
+/// is gone and the device has finished what the session queued.
+///
+/// ONNX Runtime's CUDA kernels stage small host arrays (the pointer lists of
+/// batched matrix products over broadcast dimensions, as in grouped-query
+/// attention) in pinned memory and free them from a host function queued on
+/// the session's stream, which holds a reference to the arena. Where that
+/// host function runs after the session has been dropped, its reference is
+/// the arena's last, so the arena is destroyed inside the host function;
+/// the CUDA call that returns its memory is not permitted there (CUDA error
+/// 800) and the exception it throws ends the process. Holding another
+/// reference here, and dropping it only after the device has finished the
+/// queued work, destroys the arena on the dropping thread instead.
+pub(super) struct PinnedArena {
+    allocator: Option<ort::memory::Allocator>,
+    device: u32,
+}
+
+// SAFETY: the allocator is never used, only released once, on drop (the
+// `Sync` ONNX Runtime withholds from allocators is about allocating from
+// several threads at once).
+unsafe impl Sync for PinnedArena {}
+
+impl PinnedArena {
+    /// A hold on `session`'s pinned arena on `device` (`None`: ONNX Runtime
+    /// gives no pinned allocator for the session, which then keeps none).
+    pub(super) fn hold(session: &ort::session::Session, device: u32) -> Option<Self> {
+        use ort::memory::{AllocationDevice, Allocator, AllocatorType, MemoryInfo, MemoryType};
+        let info = MemoryInfo::new(AllocationDevice::CUDA_PINNED, 0, AllocatorType::Device, MemoryType::CPUOutput);
+        match info.and_then(|info| Allocator::new(session, info)) {
+            Ok(allocator) => Some(PinnedArena { allocator: Some(allocator), device }),
+            Err(e) => {
+                tracing::debug!("no pinned-memory allocator to hold for a CUDA session: {e}");
+                None
+            }
+        }
     }
-    Ok(n.max(0) as usize)
+}
+
+impl Drop for PinnedArena {
+    fn drop(&mut self) {
+        match synchronize_device(self.device) {
+            Ok(()) => drop(self.allocator.take()),
+            Err(why) => {
+                // Releasing now could leave the arena's end to a host function
+                // (above); a leak at teardown is the lesser harm.
+                tracing::warn!("CUDA device {} could not be synchronized ({why}): its pinned-memory arena is kept", self.device);
+                std::mem::forget(self.allocator.take());
+            }
+        }
+    }
 }
 
 /// Registers the CUDA provider on `device` with `options`. A failure is

@@ -22,7 +22,7 @@ use ort::value::{DynValue, TensorElementType, TensorRef, ValueType};
 use ort::AsPointer;
 
 use super::binding::IoBinding;
-use super::cuda::{self, CudaOptions};
+use super::cuda::{self, CudaOptions, PinnedArena};
 use super::OrtLibrary;
 use crate::{Error, Result};
 
@@ -364,6 +364,9 @@ pub struct Session {
     placement: Placement,
     cuda: CudaOptions,
     source: String,
+    /// On CUDA: dropped after `inner` (field order), and shared with the
+    /// session's binding, which keeps the ONNX Runtime session alive too.
+    pinned: Option<std::sync::Arc<PinnedArena>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -401,7 +404,11 @@ impl Session {
     fn wrap(inner: ort::session::Session, placement: Placement, cuda: CudaOptions, source: String) -> Self {
         let inputs = inner.inputs().iter().map(|o| TensorInfo::from_outlet(o.name(), o.dtype())).collect();
         let outputs = inner.outputs().iter().map(|o| TensorInfo::from_outlet(o.name(), o.dtype())).collect();
-        Session { inner, inputs, outputs, placement, cuda, source }
+        let pinned = match placement {
+            Placement::Cuda(device) => PinnedArena::hold(&inner, device).map(std::sync::Arc::new),
+            Placement::Cpu => None,
+        };
+        Session { inner, inputs, outputs, placement, cuda, source, pinned }
     }
 
     /// The model's inputs, in graph order.
@@ -438,7 +445,7 @@ impl Session {
             });
         };
         let raw = self.inner.create_binding().map_err(|e| Error::ort(format!("binding {}", self.source), e))?;
-        IoBinding::new(raw, device, self.cuda.stream().is_none())
+        IoBinding::new(raw, device, self.cuda.stream().is_none(), self.pinned.clone())
     }
 
     /// Runs on the tensors bound in `binding`, replaying CUDA graph `graph`
