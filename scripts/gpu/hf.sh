@@ -42,16 +42,21 @@ case "${1:?fixtures, minilm, base, serve or qwen3}" in
 fixtures)
   unpack .gpu/hf/bins "$W/bin" trt_nlp || exit 1
   # One process per fixture (HF_CUDA_ONLY), so one that brings its process down is
-  # seen by name and stops no other.
+  # seen by name and stops no other; each one's whole output in $OUT/fixtures/.
+  # FIXTURES="a b": those alone. THROW_TRACE=x.so: preloaded (scripts/gpu/throw_trace.cc:
+  # where ONNX Runtime throws from, should it).
+  mkdir -p "$OUT/fixtures"
   { echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-    for d in tests/data/hf/*/; do
+    for d in ${FIXTURES:-$(cd tests/data/hf && ls -d */)}; do
       name=$(basename "$d"); [ "$name" = references ] && continue
-      HF_CUDA_ONLY=$name timeout 120 "$W/bin/trt_nlp" --include-ignored --nocapture --test-threads 1 nlp_hf::cuda_imports 2>&1 \
-        | grep -E "on CUDA|panicked|terminate|CUDA failure" \
+      HF_CUDA_ONLY=$name LD_PRELOAD=${THROW_TRACE:-} timeout 120 "$W/bin/trt_nlp" --include-ignored --nocapture --test-threads 1 \
+        nlp_hf::cuda_imports > "$OUT/fixtures/$name.log" 2>&1
+      rc=$?
+      grep -E "on CUDA|panicked|terminate|CUDA failure|throw-trace\]" "$OUT/fixtures/$name.log" \
         | sed -E 's/.*(CUDA failure [^;]*).*(expr=[^;]*).*/\1 \2/' | cut -c1-300
-      echo "$name: exit ${PIPESTATUS[0]}"
+      echo "$name: exit $rc"
     done; } > "$OUT/hf_fixtures.log" 2>&1
-  grep -E "on CUDA|exit [^0]|panicked|terminate" "$OUT/hf_fixtures.log"
+  grep -E "on CUDA|exit [^0]|panicked|terminate|throw-trace" "$OUT/hf_fixtures.log"
   ;;
 minilm)
   [ -x "$W/bin/trt_nlp" ] || { echo "hf.sh minilm: run hf.sh fixtures first (it unpacks trt_nlp)" >&2; exit 1; }
