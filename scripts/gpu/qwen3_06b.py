@@ -30,7 +30,6 @@ import subprocess
 import time
 
 import numpy as np
-import onnxruntime as ort
 import torch
 import transformers
 
@@ -84,6 +83,7 @@ def st_side(folder, data):
 
 
 def trt_side(imported, data):
+    import onnxruntime as ort
     from tokenizers import Tokenizer
     tok = Tokenizer.from_file(os.path.join(imported, "tokenizer.json"))
     with open(os.path.join(imported, "trt_model.json")) as fh:
@@ -119,12 +119,17 @@ def trt_side(imported, data):
     return time.perf_counter() - t, np.concatenate(outs), tokens
 
 
-def main():
+def arguments():
+    """--trt BIN --fixture DIR --work DIR (this script's and scripts/qwen3_06b_cpu.py's)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--trt", required=True)
     ap.add_argument("--fixture", required=True)
     ap.add_argument("--work", required=True)
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def main():
+    a = arguments()
     folder = make_folder(a.fixture, a.work)
     data = texts()
     imported = os.path.join(a.work, "qwen3-0.6b-trt")
