@@ -17,6 +17,8 @@
 #     imported by trt-hf (plain and fused), all FP16, timed side by side by
 #     scripts/gpu/base_graphs.py (plain, fused and packed; ragged rows too), then CUDA
 #     graphs asked for on the torch export (which ONNX Runtime cannot capture)
+#   embed (.gpu/hf/bins: hf_embed; after base): texts to embeddings in process, trt-nlp
+#     against sentence-transformers FP16 on the MPNet-base folder (benches/hf_embed.rs)
 #   serve (.gpu/hf/bins: serve_load; after base): trt serve on the base-sized imports
 #     under load (benches/serve_load.rs)
 #   qwen3 (.gpu/hf/bins: trt): Qwen3-Embedding-0.6B-shaped, sentence-transformers FP16
@@ -38,7 +40,7 @@ export HF_FIXTURES=$ROOT/tests/data/hf
 export PYTHONPATH=$W/site PYTHONUNBUFFERED=1
 [ -f "$ORT_DYLIB_PATH" ] || { echo "hf.sh: ONNX Runtime is not in $W (ort-cuda.sh 0 and 2 first, on the same warm machine)" >&2; exit 1; }
 mkdir -p "$OUT"
-case "${1:?fixtures, minilm, base, serve or qwen3}" in
+case "${1:?fixtures, minilm, base, embed, serve or qwen3}" in
 fixtures)
   unpack .gpu/hf/bins "$W/bin" trt_nlp || exit 1
   # One process per fixture (HF_CUDA_ONLY), so one that brings its process down is
@@ -86,6 +88,21 @@ base)
   timeout 120 "$W/bin/trt" bench "$e" --backend onnxruntime --device cuda:0 --batch 32 --seq 128 --graphs > "$OUT/hf_graphs_fallback.log" 2>&1
   echo "trt bench --graphs on the torch export: exit $?"
   grep -iE "graph|p50|throughput|error" "$OUT/hf_graphs_fallback.log" | head -8
+  ;;
+embed)
+  # Texts to embeddings in process (hf.sh base first, same warm machine): trt-nlp on the
+  # FP16 import of MPNet-base against sentence-transformers FP16 on the same folder, texts
+  # (10-110 words) and batch (benches/hf_embed.rs), fused and packed; the random-weight
+  # folder wrapped as all-mpnet-base-v2 is (mean pooling, Normalize, 384 tokens).
+  unpack .gpu/hf/bins "$W/bin" hf_embed || exit 1
+  st=$W/base/mpnet-base/st
+  python3 -c 'import sys; from sentence_transformers import SentenceTransformer, models as m; t = m.Transformer(sys.argv[1], max_seq_length=384); SentenceTransformer(modules=[t, m.Pooling(t.get_word_embedding_dimension(), "mean"), m.Normalize()]).save(sys.argv[2])' \
+    "$W/base/mpnet-base/hf" "$st" > "$OUT/hf_embed_folder.log" 2>&1 || { tail -5 "$OUT/hf_embed_folder.log"; exit 1; }
+  for form in fused packed; do
+    HF_EMBED_FOLDER=$st HF_EMBED_FORM=$form HF_EMBED_WORDS=10-110 BENCH_PYTHON=python3 timeout 240 "$W/bin/hf_embed" > "$OUT/hf_embed_$form.log" 2>&1
+    echo "hf_embed $form: exit $?"
+    grep -E "^hf_embed|texts/s|cosine|^ratio_" "$OUT/hf_embed_$form.log"
+  done
   ;;
 serve)
   # trt serve on the base-sized imports (hf.sh base first, same warm machine): KServe v2

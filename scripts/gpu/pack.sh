@@ -14,18 +14,19 @@ newest() { ls -t "$TARGET"/release/deps/"$1"-* | grep -vE '\.(d|rlib|rmeta)$' | 
 # (`trt_nlp nlp_cuda::`).
 # ONLY=hf: trt-nlp's tests, for the HuggingFace import's CUDA test (.gpu/hf/bins), and
 # all-MiniLM-L6-v2's folder with FP16-stored weights (.gpu/hf/minilm-f16), trt and the
-# serve_load and ort_cuda benches, for scripts/gpu/hf.sh. The TensorRT commands are not
+# serve_load, ort_cuda and hf_embed benches, for scripts/gpu/hf.sh. The TensorRT commands are not
 # needed on the host (TensorRT-RTX refuses its GPU), so trt is built with its default
 # features, ONNX Runtime only.
 if [ "${ONLY:-}" = hf ]; then
   cargo build --release -p trt-nlp --test trt_nlp -p trt-cli --bin trt
   cargo bench --no-run -p trt-cli --bench serve_load
-  cargo bench --no-run -p trt-nlp --bench ort_cuda
+  cargo bench --no-run -p trt-nlp --bench ort_cuda --bench hf_embed
   mkdir -p .gpu/hf/bins
   strip -o .gpu/hf/bins/trt_nlp "$(newest trt_nlp)" && xz -T2 -6 -f .gpu/hf/bins/trt_nlp
   strip -o .gpu/hf/bins/trt "$TARGET/release/trt" && xz -T2 -6 -f .gpu/hf/bins/trt
   strip -o .gpu/hf/bins/serve_load "$(newest serve_load)" && xz -T2 -6 -f .gpu/hf/bins/serve_load
   strip -o .gpu/hf/bins/ort_cuda "$(newest ort_cuda)" && xz -T2 -6 -f .gpu/hf/bins/ort_cuda
+  strip -o .gpu/hf/bins/hf_embed "$(newest hf_embed)" && xz -T2 -6 -f .gpu/hf/bins/hf_embed
   [ -d .gpu/hf/minilm-f16 ] || .deps/venv/bin/python scripts/gpu/pack_weights_f16.py --weights .deps/minilm --out .gpu/hf/minilm-f16
   du -sh .gpu/hf/*
   exit 0
