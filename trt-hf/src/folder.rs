@@ -169,3 +169,11 @@ pub(crate) fn special_token(f: &Fields, name: &str) -> Result<Option<String>> {
         _ => f.opt_str(name)?.map(str::to_string),
     })
 }
+
+/// The id of `token` in a `tokenizer.json`: an added token's, else the model vocabulary's.
+pub(crate) fn token_id(t: &serde_json::Value, token: &str) -> Option<u64> {
+    let added = t.get("added_tokens").and_then(|a| a.as_array()).and_then(|a| {
+        a.iter().find(|e| e.get("content").and_then(|c| c.as_str()) == Some(token)).and_then(|e| e.get("id")).and_then(|i| i.as_u64())
+    });
+    added.or_else(|| t.get("model").and_then(|m| m.get("vocab")).and_then(|v| v.get(token)).and_then(|i| i.as_u64()))
+}

@@ -427,7 +427,7 @@ fn write_tokenizer(folder: &HfFolder, to: &Path) -> Result<()> {
         }
     }
     if t.get("padding").is_none_or(serde_json::Value::is_null) {
-        if let Some((token, id)) = folder.pad_token.as_deref().and_then(|p| token_id(&t, p).map(|id| (p, id))) {
+        if let Some((token, id)) = folder.pad_token.as_deref().and_then(|p| crate::folder::token_id(&t, p).map(|id| (p, id))) {
             t["padding"] = serde_json::json!({
                 "strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": null,
                 "pad_id": id, "pad_type_id": 0, "pad_token": token,
@@ -441,14 +441,6 @@ fn write_tokenizer(folder: &HfFolder, to: &Path) -> Result<()> {
     }
     let text = serde_json::to_string(&t).map_err(|e| Error::config(from, "(file)", e.to_string()))?;
     std::fs::write(to, text).map_err(Error::io(to))
-}
-
-/// The id of `token` in a `tokenizer.json`: an added token's, else the model vocabulary's.
-pub(crate) fn token_id(t: &serde_json::Value, token: &str) -> Option<u64> {
-    let added = t.get("added_tokens").and_then(|a| a.as_array()).and_then(|a| {
-        a.iter().find(|e| e.get("content").and_then(|c| c.as_str()) == Some(token)).and_then(|e| e.get("id")).and_then(|i| i.as_u64())
-    });
-    added.or_else(|| t.get("model").and_then(|m| m.get("vocab")).and_then(|v| v.get(token)).and_then(|i| i.as_u64()))
 }
 
 impl Descriptor {

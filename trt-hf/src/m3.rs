@@ -70,7 +70,7 @@ fn dropped_ids(tokenizer: &Path) -> Result<Vec<i32>> {
     for name in ["cls_token", "eos_token", "pad_token", "unk_token"] {
         if let Some(token) = crate::folder::special_token(&f, name)? {
             let id =
-                crate::import::token_id(&t, &token).ok_or_else(|| f.error(name, format!("'{token}' is not in {}", tokenizer.display())))?;
+                crate::folder::token_id(&t, &token).ok_or_else(|| f.error(name, format!("'{token}' is not in {}", tokenizer.display())))?;
             ids.push(i32::try_from(id).map_err(|_| f.error(name, format!("id {id} is past the INT32 inputs")))?);
         }
     }

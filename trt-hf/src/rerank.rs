@@ -71,7 +71,7 @@ impl RerankFormat {
 pub fn head(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str, tokenizer: &Path, format: &RerankFormat) -> Result<String> {
     let t: serde_json::Value = crate::json::read(tokenizer)?;
     let id = |token: &str| {
-        crate::import::token_id(&t, token).map(|i| i as usize).filter(|&i| i < cfg.vocab_size).ok_or_else(|| Error::Config {
+        crate::folder::token_id(&t, token).map(|i| i as usize).filter(|&i| i < cfg.vocab_size).ok_or_else(|| Error::Config {
             path: tokenizer.to_owned(),
             field: "model.vocab".into(),
             problem: format!("no token '{token}' within the model's {} logits; the reranker's score is P('{token}')", cfg.vocab_size),
