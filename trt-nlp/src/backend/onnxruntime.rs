@@ -230,7 +230,11 @@ impl OrtBackend {
         // the capture nor warn again.
         let (mut graph_max_batch, mut row_buckets) = (options.cuda_graph_max_batch, options.cuda_row_buckets);
         if let Some(device) = cuda_device {
+            // Under the device's capture gate, as every CUDA session's teardown ([`CudaStaging`]).
+            let gate = super::capture::gate(device);
+            let shared = gate.read().unwrap_or_else(|p| p.into_inner());
             drop(first);
+            drop(shared);
             for _ in 0..sessions {
                 match CudaStaging::new(&open, &session_options, device, &layout, graph_max_batch, row_buckets, options.cuda_host_wait)? {
                     Ok(staging) => {

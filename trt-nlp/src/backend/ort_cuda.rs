@@ -55,23 +55,40 @@ struct Output {
     shape: Vec<usize>,
 }
 
-/// One CUDA session with its stream, binding and buffers. Fields drop in
-/// order: the session and its binding before the buffers they address, the
-/// stream last. Every run holds the device's capture gate ([`capture`]).
+/// One CUDA session with its stream, binding and buffers. Every run holds
+/// the device's capture gate ([`capture`]), and so does the drop: a
+/// session's teardown frees device and pinned memory and waits for the
+/// device, calls that would break a capture in progress on another session
+/// of the device.
 pub(crate) struct CudaStaging {
-    session: Session,
-    binding: IoBinding,
-    inputs: Vec<(InputSpec, Tokens)>,
-    outputs: Vec<Output>,
+    cuda: std::mem::ManuallyDrop<Resources>,
     graph_max_batch: usize,
     /// Batches above `graph_max_batch` run at their batch bucket too.
     row_buckets: bool,
     max_batch: usize,
     gate: std::sync::Arc<std::sync::RwLock<()>>,
     captures: Captures,
+}
+
+/// What a [`CudaStaging`] owns on the device. Fields drop in order: the
+/// session and its binding before the buffers they address, the stream last.
+struct Resources {
+    session: Session,
+    binding: IoBinding,
+    inputs: Vec<(InputSpec, Tokens)>,
+    outputs: Vec<Output>,
     /// ONNX Runtime's compute stream: kept here for as long as the session
     /// runs on it (the buffers' copies reach it through their own handles).
     _stream: Stream,
+}
+
+impl Drop for CudaStaging {
+    fn drop(&mut self) {
+        let gate = self.gate.clone();
+        let _shared = gate.read().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: dropped once, here; nothing uses `cuda` after.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.cuda) };
+    }
 }
 
 impl CudaStaging {
@@ -146,16 +163,12 @@ impl CudaStaging {
         let gate = capture::gate(device_index);
         let captures = Captures::default();
         Ok(Ok(CudaStaging {
-            session,
-            binding,
-            inputs,
-            outputs,
+            cuda: std::mem::ManuallyDrop::new(Resources { session, binding, inputs, outputs, _stream: stream }),
             graph_max_batch,
             row_buckets,
             max_batch: layout.max_batch,
             gate,
             captures,
-            _stream: stream,
         }))
     }
 
@@ -168,13 +181,13 @@ impl CudaStaging {
 
     /// The tensors bound now (addresses and shapes).
     pub(crate) fn bound(&self) -> Vec<BoundTensor> {
-        self.binding.bound().cloned().collect()
+        self.cuda.binding.bound().cloned().collect()
     }
 
     /// Bind calls so far, and ONNX Runtime values made so far (the second
     /// stops growing once every shape has been seen).
     pub(crate) fn rebinds(&self) -> (u64, u64) {
-        (self.binding.rebinds(), self.binding.values_made())
+        (self.cuda.binding.rebinds(), self.cuda.binding.values_made())
     }
 
     /// One batch: fill the pinned inputs, upload, run, download the real
@@ -187,7 +200,8 @@ impl CudaStaging {
         read: &mut Read<'_>,
     ) -> Result<()> {
         let wanted = |o: &Output| wanted.is_none_or(|w| w.get(o.index).copied().unwrap_or(true));
-        let CudaStaging { session, binding, inputs, outputs, graph_max_batch, row_buckets, max_batch, gate, captures, .. } = self;
+        let CudaStaging { cuda, graph_max_batch, row_buckets, max_batch, gate, captures } = self;
+        let Resources { session, binding, inputs, outputs, .. } = &mut **cuda;
         // Every CUDA call of the run, the host's waits included, happens
         // under the device's gate: shared, or alone for a run that may capture.
         let gate = gate.clone();
