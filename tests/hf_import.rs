@@ -382,6 +382,32 @@ fn the_packed_form_runs_every_layer_on_the_real_tokens() {
     assert_eq!(op_counts(out.path()).get("RemovePadding"), None);
 }
 
+/// MPNet's packed form pads its sequence to a multiple of 8 before
+/// RemovePadding (the length at which ONNX Runtime's CUDA provider runs a
+/// biased PackedAttention in its memory-efficient kernel) and slices the
+/// padding off after RestorePadding; its fused form pads nothing (shape
+/// arithmetic would put nodes on the CPU and keep CUDA graphs from capturing
+/// it), and neither does BERT's packed form, whose attention has no bias.
+/// The numbers: the packed fixtures on the GPU host (nlp_hf's CUDA test).
+#[test]
+fn mpnet_packed_form_aligns_its_sequence_and_the_fused_form_does_not() {
+    for (name, form, pads) in
+        [("mpnet-mean", trt_hf::Form::Packed, 1), ("mpnet-mean", trt_hf::Form::Fused, 0), ("bert-hub", trt_hf::Form::Packed, 0)]
+    {
+        let out = tempfile::tempdir().unwrap();
+        import(&fixtures().join(name), out.path(), &ImportOptions::default().with_form(form)).unwrap();
+        let ops = op_counts(out.path());
+        assert_eq!(ops.get("Pad").copied().unwrap_or(0), pads, "{name} {form:?}: {ops:?}");
+        let model = trt_onnx::graph::Model::load(out.path().join("model.onnx")).unwrap();
+        let padded = model.graph().node.iter().find(|n| n.op_type.as_deref() == Some("Pad"));
+        if let Some(pad) = padded {
+            // The embeddings are padded, the RemovePadding after them takes the padded state.
+            let remove = model.graph().node.iter().find(|n| n.op_type.as_deref() == Some("RemovePadding")).unwrap();
+            assert_eq!(remove.input[0], pad.output[0], "{name}: {:?}", remove.input);
+        }
+    }
+}
+
 #[test]
 fn decoder_sliding_windows_read_from_either_config_form() {
     // As transformers 5 writes them: layer_types; the window less one is the farthest key seen.

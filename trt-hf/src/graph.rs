@@ -29,6 +29,12 @@ pub const IR_VERSION: i64 = 8;
 /// The additive bias on masked attention scores: exactly representable in
 /// FP16 and large enough that `exp` of it is 0 in the FP32 Softmax.
 pub const MASK_BIAS: f32 = -10000.0;
+/// What a packed graph rounds its sequence up to when its attention adds a
+/// bias to the scores: ONNX Runtime's CUDA provider runs such a
+/// PackedAttention in its memory-efficient kernel only at a sequence length
+/// that is a multiple of 8 in FP16 (otherwise it writes out every score and
+/// runs a separate softmax).
+pub const SEQUENCE_ALIGN: i64 = 8;
 
 /// A dimension of a graph input or output.
 #[derive(Debug, Clone)]
@@ -522,6 +528,28 @@ impl Graph {
     /// `[S]`: the sequence length of a `[B, S]` input, as a 1-element INT64 tensor.
     pub fn seq_len(&mut self, input: &str) -> String {
         self.op("Shape", "sequence/Shape", &[input], vec![attr_int("start", 1), attr_int("end", 2)])
+    }
+
+    /// `x` padded with zeros along axis 1 from `len` (a 1-element INT64
+    /// tensor) to `padded_len`, the axis's other dimensions and the `rank - 2`
+    /// after it unchanged.
+    pub fn pad_axis1(&mut self, x: &str, len: &str, padded_len: &str, rank: usize, name: &str) -> String {
+        let extra = self.op("Sub", &format!("{name}/extra"), &[padded_len, len], vec![]);
+        // Pads are [begin of every axis, end of every axis]: only axis 1's end grows.
+        let before = self.ints(&format!("{name}/pads_before"), &[rank + 1], &vec![0; rank + 1]);
+        let after = (rank > 2).then(|| self.ints(&format!("{name}/pads_after"), &[rank - 2], &vec![0; rank - 2]));
+        let mut parts = vec![before.as_str(), extra.as_str()];
+        parts.extend(after.as_deref());
+        let pads = self.op("Concat", &format!("{name}/pads"), &parts, vec![attr_int("axis", 0)]);
+        self.op("Pad", &format!("{name}/Pad"), &[x, &pads], vec![])
+    }
+
+    /// `len` (a 1-element INT64 tensor) rounded up to a multiple of `m`.
+    pub fn round_up(&mut self, len: &str, m: i64, name: &str) -> String {
+        let (m1, m) = (self.ints(&format!("{name}/m_minus_1"), &[1], &[m - 1]), self.ints(&format!("{name}/m"), &[1], &[m]));
+        let t = self.op("Add", &format!("{name}/Add"), &[len, &m1], vec![]);
+        let q = self.op("Div", &format!("{name}/Div"), &[&t, &m], vec![]);
+        self.op("Mul", &format!("{name}/Mul"), &[&q, &m], vec![])
     }
 
     /// The first `len` entries of `table` along each of `axes` (`len` a 1-element INT64 tensor).

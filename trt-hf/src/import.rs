@@ -34,6 +34,11 @@ pub const DESCRIPTOR: &str = "trt_model.json";
 /// cached imports of an older importer are redone. 2: token classifiers
 /// (once imported as embedding models), sparse encoders and rerankers.
 pub const FORMAT: u32 = 2;
+/// The revision of the graphs written, in the cache key beside [`FORMAT`]:
+/// bumped when a graph changes form but not meaning (a faster layout), so a
+/// cached import is written again while an import a caller keeps still opens.
+/// 2: MPNet's fused form pads its sequence for the memory-efficient attention.
+const GRAPHS: u32 = 2;
 
 /// The output holding the sentence embedding (FLOAT `[batch, dim]`).
 pub const EMBEDDING_OUTPUT: &str = "embedding";
@@ -264,7 +269,7 @@ fn source_files(folder: &HfFolder) -> Vec<PathBuf> {
 
 fn source_digest(folder: &HfFolder, options: &ImportOptions) -> Result<String> {
     let mut h = Sha256::new();
-    h.update(format!("trt-hf format {FORMAT} precision {:?} form {:?}\n", options.precision, options.form));
+    h.update(format!("trt-hf format {FORMAT} graphs {GRAPHS} precision {:?} form {:?}\n", options.precision, options.form));
     for f in source_files(folder) {
         if !f.is_file() {
             continue;

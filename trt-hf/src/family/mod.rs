@@ -102,21 +102,48 @@ pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<String> {
         (Family::MpNet, _) => roberta::embeddings_without_types(g, w, cfg)?,
         (_, None) => return Err(no_head(w, cfg, "an encoder without rotary settings")),
     };
-    let mask = if g.is_fused() { g.mask_index() } else { g.mask_bias("attention_mask") };
-    let bias = match cfg.family {
-        Family::MpNet => Some(mpnet::position_bias(g, w, cfg)?),
-        _ => None,
-    };
     let names: fn(usize) -> LayerNames = match cfg.family {
         Family::DistilBert => distilbert::layer_names,
         Family::MpNet => mpnet::layer_names,
         _ => bert::layer_names,
     };
+    let len = g.seq_len("input_ids");
+    let (x, mask, bias, padded) = match cfg.family {
+        Family::MpNet if g.is_packed() => {
+            let (x, bias) = aligned_with_bias(g, w, cfg, &x, &len)?;
+            (x, g.mask_index(), Some(bias), true)
+        }
+        Family::MpNet => {
+            let mask = if g.is_fused() { g.mask_index() } else { g.mask_bias("attention_mask") };
+            (x, mask, Some(mpnet::position_bias(g, w, cfg, &len)?), false)
+        }
+        _ if g.is_fused() => (x, g.mask_index(), None, false),
+        _ => (x, g.mask_bias("attention_mask"), None, false),
+    };
     let mut x = if g.is_packed() { g.remove_padding(&x, &mask) } else { x };
     for i in 0..cfg.layers {
         x = post_ln_layer(g, w, cfg, &x, &names(i), &mask, bias.as_deref(), i)?;
     }
-    Ok(if g.is_packed() { g.restore_padding(&x) } else { x })
+    let x = if g.is_packed() { g.restore_padding(&x) } else { x };
+    Ok(if padded { g.leading(&x, &len, &[1], "encoder/unpad") } else { x })
+}
+
+/// The packed form of an encoder whose attention adds a bias to its scores
+/// (MPNet's relative positions): the embeddings `x` padded to a sequence
+/// length that is a multiple of [`crate::graph::SEQUENCE_ALIGN`], and the
+/// bias for that length. ONNX Runtime's CUDA provider runs a biased
+/// PackedAttention in its memory-efficient kernel only at such a length
+/// (the offsets' row length); otherwise it writes out every score and runs
+/// a separate softmax. Padded positions are past every row's length, so
+/// RemovePadding drops them, and the caller slices them off after
+/// RestorePadding. (The unpacked fused form needs none of this: its
+/// Attention runs in cuDNN's fused kernel at any length, and the shape
+/// arithmetic of the padding would put nodes on the CPU, which keeps CUDA
+/// graphs from capturing it.)
+fn aligned_with_bias(g: &mut Graph, w: &Weights, cfg: &ArchConfig, x: &str, len: &str) -> Result<(String, String)> {
+    let padded_len = g.round_up(len, crate::graph::SEQUENCE_ALIGN, "encoder/aligned_length");
+    let x = g.pad_axis1(x, len, &padded_len, 3, "encoder/align");
+    Ok((x, mpnet::position_bias(g, w, cfg, &padded_len)?))
 }
 
 /// The `[B, labels]` logits of a `*ForSequenceClassification` checkpoint.

@@ -32,10 +32,13 @@ pub fn relative_position_bucket(relative: i64) -> i64 {
     ret
 }
 
-/// `[1, heads, S, S]`: each layer's additive bias.
-pub fn position_bias(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<String> {
+/// `[1, heads, S, S]`: each layer's additive bias, for `len` (`S`, a
+/// 1-element INT64 tensor) up to the position limit rounded up to
+/// [`crate::graph::SEQUENCE_ALIGN`] (a graph may pad its sequence to that).
+pub fn position_bias(g: &mut Graph, w: &Weights, cfg: &ArchConfig, len: &str) -> Result<String> {
     let table = g.weight(&w.get("encoder.relative_attention_bias.weight", &[cfg.relative_buckets, cfg.heads])?);
-    let l = cfg.position_limit().max(1);
+    let align = crate::graph::SEQUENCE_ALIGN as usize;
+    let l = cfg.position_limit().max(1).div_ceil(align) * align;
     let mut buckets = Vec::with_capacity(l * l);
     for i in 0..l as i64 {
         for j in 0..l as i64 {
@@ -44,8 +47,7 @@ pub fn position_bias(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<Str
         }
     }
     let buckets = g.ints32("encoder/relative_position_buckets", &[l, l], &buckets);
-    let len = g.seq_len("input_ids");
-    let b = g.leading(&buckets, &len, &[0, 1], "encoder/position_bias/buckets");
+    let b = g.leading(&buckets, len, &[0, 1], "encoder/position_bias/buckets");
     let bias = g.op("Gather", "encoder/position_bias/Gather", &[&table, &b], vec![attr_int("axis", 0)]);
     let bias = g.op("Transpose", "encoder/position_bias/Transpose", &[&bias], vec![attr_ints("perm", &[2, 0, 1])]);
     let axis0 = g.ints("encoder/position_bias/axis0", &[1], &[0]);
