@@ -16,11 +16,15 @@
 #     transformers here) as a torch export, after ONNX Runtime's optimizer, and
 #     imported by trt-hf (plain and fused), all FP16, timed side by side by
 #     scripts/gpu/base_graphs.py (plain, fused and packed; ragged rows too), then CUDA
-#     graphs asked for on the torch export (which ONNX Runtime cannot capture)
+#     graphs asked for on the torch export (which ONNX Runtime cannot capture);
+#     the kernels each graph runs, recorded by torch.profiler (CUPTI), and the
+#     attention kernel ONNX Runtime picks
 #   embed (.gpu/hf/bins: hf_embed; after base): texts to embeddings in process, trt-nlp
 #     against sentence-transformers FP16 on the MPNet-base folder (benches/hf_embed.rs)
 #   serve (.gpu/hf/bins: serve_load; after base): trt serve on the base-sized imports
 #     under load (benches/serve_load.rs)
+#   minilm-serve (.gpu/hf/bins: trt, serve_load; after ort-cuda.sh 1): the default
+#     model served as its first serving figures were measured (1 and 512 clients)
 #   qwen3 (.gpu/hf/bins: trt): Qwen3-Embedding-0.6B-shaped, sentence-transformers FP16
 #     beside the imported FP16 graph (scripts/gpu/qwen3_06b.py)
 #
@@ -40,7 +44,7 @@ export HF_FIXTURES=$ROOT/tests/data/hf
 export PYTHONPATH=$W/site PYTHONUNBUFFERED=1
 [ -f "$ORT_DYLIB_PATH" ] || { echo "hf.sh: ONNX Runtime is not in $W (ort-cuda.sh 0 and 2 first, on the same warm machine)" >&2; exit 1; }
 mkdir -p "$OUT"
-case "${1:?fixtures, minilm, base, embed, serve or qwen3}" in
+case "${1:?fixtures, minilm, base, embed, serve, minilm-serve or qwen3}" in
 fixtures)
   unpack .gpu/hf/bins "$W/bin" trt_nlp || exit 1
   # One process per fixture (HF_CUDA_ONLY), so one that brings its process down is
@@ -68,9 +72,12 @@ minilm)
   ;;
 base)
   unpack .gpu/hf/bins "$W/bin" trt ort_cuda || exit 1
-  timeout 400 python3 scripts/gpu/base_graphs.py --trt "$W/bin/trt" --work "$W/base" --tokenizer "$ROOT/.gpu/hf/minilm-f16/tokenizer.json" > "$OUT/hf_base.log" 2>&1
+  timeout 480 python3 scripts/gpu/base_graphs.py --trt "$W/bin/trt" --work "$W/base" --tokenizer "$ROOT/.gpu/hf/minilm-f16/tokenizer.json" --families "${BASE_FAMILIES:-mpnet-base,bert-base}" > "$OUT/hf_base.log" 2>&1
   echo "base_graphs.py exit $?"
-  grep -vE "^\{|Warning|warn" "$OUT/hf_base.log" | tail -40
+  grep -vE "^\{|Warning|warn| kernel  " "$OUT/hf_base.log" | tail -60
+  # BASE_GRAPHS_ONLY=1: the graphs and kernel profiles alone (not the Rust bench or
+  # the CUDA-graph fallback, measured before).
+  [ "${BASE_GRAPHS_ONLY:-0}" = 1 ] && exit 0
   # The same four MPNet-base graphs through trt-nlp's backend in Rust against Python
   # onnxruntime-gpu, turn about (benches/ort_cuda.rs): ratio_rust_<graph>_vs_python_<graph>.
   mkdir -p "$W/deps/models/minilm" && cp .gpu/hf/minilm-f16/tokenizer.json "$W/deps/models/minilm/"
@@ -147,6 +154,29 @@ PY
       grep -E "^batched .*c=|failures|panicked" "$log" | head -4
     done
   done
+  # WIDE_BATCH=N: the packed import again at 512 clients of 22-token texts with batches
+  # up to N (a packed batch costs its tokens, so wider batches fill the GPU's products).
+  if [ -n "${WIDE_BATCH:-}" ]; then
+    log="$OUT/hf_serve_mpnet_trt-hf-packed_c512_w18_batch$WIDE_BATCH.log"
+    SERVE_BENCH_MAX_BATCH=$WIDE_BATCH SERVE_BENCH_GRAPHS=0 SERVE_BENCH_MODEL_DIR=$W/base/mpnet-base/trt-hf-packed SERVE_BENCH_CONCURRENCY=512 \
+      SERVE_BENCH_WORDS=18-18 timeout 150 "$W/bin/serve_load" > "$log" 2>&1
+    echo "mpnet-base trt-hf-packed clients 512 words 18, batches up to $WIDE_BATCH: exit $?"
+    grep -E "^batched .*c=|failures|panicked" "$log" | head -4
+  fi
+  ;;
+minilm-serve)
+  # The default model as its serving figures were first measured (ort-cuda.sh 1 first, on
+  # the same warm machine: it builds the model from .gpu/c1): the fused FP16 graph, two
+  # sessions, batches up to 128, CUDA graphs up to 128 rows, one client and 512.
+  unpack .gpu/hf/bins "$W/bin" trt serve_load || exit 1
+  [ -f "$W/deps/models/minilm/model_fp16_fused.onnx" ] || { echo "hf.sh minilm-serve: ort-cuda.sh 1 first" >&2; exit 1; }
+  serve_models "$W" "$W/deps/models/minilm"
+  log="$OUT/minilm_serve_fused_c1_512.log"
+  SERVE_BENCH_TRT=$W/bin/trt SERVE_BENCH_MODEL_DIR=$W/minilm16f SERVE_BENCH_KIND=KIND_GPU SERVE_BENCH_INSTANCES=2 \
+    SERVE_BENCH_MAX_BATCH=128 SERVE_BENCH_GRAPHS=128 SERVE_BENCH_CONCURRENCY=1,512 SERVE_BENCH_SECONDS=6 SERVE_BENCH_THREADS=1 \
+    SERVE_BENCH_WARMUP_SECS=2 SERVE_BENCH_REQUESTS=2000000 SERVE_BENCH_MODELS=batched timeout 150 "$W/bin/serve_load" > "$log" 2>&1
+  echo "minilm fused, 2 sessions, graphs up to 128: exit $?"
+  grep -E "^batched .*c=|requests/s|failures|panicked" "$log" | head -6
   ;;
 qwen3)
   # Qwen3-Embedding-0.6B-shaped (random weights made here): sentence-transformers FP16 beside
@@ -156,5 +186,5 @@ qwen3)
   echo "qwen3_06b.py exit $?"
   grep -vE "Warning|warn|it/s" "$OUT/hf_qwen3_06b.log" | tail -12
   ;;
-*) echo "hf.sh: fixtures, minilm, base, serve or qwen3" >&2; exit 2 ;;
+*) echo "hf.sh: fixtures, minilm, base, embed, serve, minilm-serve or qwen3" >&2; exit 2 ;;
 esac
