@@ -408,6 +408,21 @@ fn mpnet_packed_form_aligns_its_sequence_and_the_fused_form_does_not() {
     }
 }
 
+/// Every attention node of the FP16 packed form computes in FP16, the first
+/// layer's too, whose input comes from the embeddings' FP32 LayerNorm through
+/// RemovePadding (kept FP32, it ran ONNX Runtime's unfused FP32 kernel).
+#[test]
+fn the_packed_form_converts_every_attention_to_fp16() {
+    for name in ["bert-hub", "mpnet-mean"] {
+        let out = tempfile::tempdir().unwrap();
+        import(&fixtures().join(name), out.path(), &ImportOptions::default().with_form(trt_hf::Form::Packed)).unwrap();
+        let model = trt_onnx::graph::Model::load(out.path().join("model.onnx")).unwrap();
+        let (_, report) = trt_onnx::fp16::convert(&model, &trt_onnx::fp16::Fp16Options::default()).unwrap();
+        let fp32: Vec<_> = report.fp32_nodes.iter().filter(|(op, _)| op.contains("Attention")).collect();
+        assert!(fp32.is_empty(), "{name}: attention kept FP32: {fp32:?}");
+    }
+}
+
 #[test]
 fn decoder_sliding_windows_read_from_either_config_form() {
     // As transformers 5 writes them: layer_types; the window less one is the farthest key seen.

@@ -57,7 +57,20 @@ pub const FP32_OPS: &[&str] = &[
 ];
 
 /// Operators always run in FP16 (the reason to convert).
-const FP16_OPS: &[&str] = &["MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "Attention"];
+const FP16_OPS: &[&str] = &[
+    "MatMul",
+    "Gemm",
+    "Conv",
+    "ConvTranspose",
+    "Einsum",
+    // ONNX Runtime's attention operators: their products and softmax keep FP32
+    // statistics inside, and their fused kernels exist in FP16 only. A layer's input
+    // coming straight from an FP32 LayerNormalization must not make them FP32.
+    "Attention",
+    "MultiHeadAttention",
+    "PackedAttention",
+    "PackedMultiHeadAttention",
+];
 
 /// Operators whose float inputs may be of any type: no Cast is inserted before them.
 const ANY_INPUT_OPS: &[&str] = &["Cast", "Shape", "Size"];
