@@ -530,17 +530,14 @@ impl Graph {
         self.op("Shape", "sequence/Shape", &[input], vec![attr_int("start", 1), attr_int("end", 2)])
     }
 
-    /// `x` padded with zeros along axis 1 from `len` (a 1-element INT64
-    /// tensor) to `padded_len`, the axis's other dimensions and the `rank - 2`
-    /// after it unchanged.
-    pub fn pad_axis1(&mut self, x: &str, len: &str, padded_len: &str, rank: usize, name: &str) -> String {
+    /// `x` (`[B, S, H]`) padded with zero rows from `len` (`S`, a 1-element
+    /// INT64 tensor) to `padded_len`.
+    pub fn pad_sequence(&mut self, x: &str, len: &str, padded_len: &str, name: &str) -> String {
         let extra = self.op("Sub", &format!("{name}/extra"), &[padded_len, len], vec![]);
-        // Pads are [begin of every axis, end of every axis]: only axis 1's end grows.
-        let before = self.ints(&format!("{name}/pads_before"), &[rank + 1], &vec![0; rank + 1]);
-        let after = (rank > 2).then(|| self.ints(&format!("{name}/pads_after"), &[rank - 2], &vec![0; rank - 2]));
-        let mut parts = vec![before.as_str(), extra.as_str()];
-        parts.extend(after.as_deref());
-        let pads = self.op("Concat", &format!("{name}/pads"), &parts, vec![attr_int("axis", 0)]);
+        // Pads are [begin of each axis, end of each axis]: only the sequence's end grows.
+        let (before, after) =
+            (self.ints(&format!("{name}/pads_before"), &[4], &[0; 4]), self.ints(&format!("{name}/pads_after"), &[1], &[0]));
+        let pads = self.op("Concat", &format!("{name}/pads"), &[&before, &extra, &after], vec![attr_int("axis", 0)]);
         self.op("Pad", &format!("{name}/Pad"), &[x, &pads], vec![])
     }
 

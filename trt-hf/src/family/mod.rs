@@ -142,7 +142,7 @@ pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig) -> Result<String> {
 /// graphs from capturing it.)
 fn aligned_with_bias(g: &mut Graph, w: &Weights, cfg: &ArchConfig, x: &str, len: &str) -> Result<(String, String)> {
     let padded_len = g.round_up(len, crate::graph::SEQUENCE_ALIGN, "encoder/aligned_length");
-    let x = g.pad_axis1(x, len, &padded_len, 3, "encoder/align");
+    let x = g.pad_sequence(x, len, &padded_len, "encoder/align");
     Ok((x, mpnet::position_bias(g, w, cfg, &padded_len)?))
 }
 
