@@ -242,6 +242,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--tokenizer")
     ap.add_argument("--families", default="mpnet-base,bert-base", help="comma-separated: mpnet-base, bert-base")
+    ap.add_argument("--folders-only", action="store_true", help="write the folders and their fused and packed imports, time nothing")
     args = ap.parse_args()
     results = {}
     profiled = []
@@ -262,6 +263,12 @@ def main():
             tok = tokenizer_json(cfg.vocab_size)
         with open(os.path.join(d, "hf", "tokenizer.json"), "w") as f:
             json.dump(tok, f)
+        if args.folders_only:
+            # The folder and its FP16 fused and packed imports, for serving (hf.sh sessions).
+            for name, extra in [("trt-hf-fused", ["--fused"]), ("trt-hf-packed", ["--packed"])]:
+                subprocess.run([args.trt, "import", os.path.join(d, "hf"), "-o", os.path.join(d, name), "--fp16", *extra], check=True)
+            print(f"{family}: folder and imports in {d}", flush=True)
+            continue
         graphs = {}
         raw = os.path.join(d, "export.onnx")
         export(model, raw)

@@ -23,6 +23,8 @@
 #     against sentence-transformers FP16 on the MPNet-base folder (benches/hf_embed.rs)
 #   serve (.gpu/hf/bins: serve_load; after base): trt serve on the base-sized imports
 #     under load (benches/serve_load.rs)
+#   sessions (.gpu/hf/bins: trt, serve_load): the packed MPNet-base import at 512
+#     clients of 22-token texts with 2, 3 and 4 sessions on the GPU (SESSIONS)
 #   minilm-serve (.gpu/hf/bins: trt, serve_load; after ort-cuda.sh 1): the default
 #     model served as its first serving figures were measured (1 and 512 clients)
 #   qwen3 (.gpu/hf/bins: trt): Qwen3-Embedding-0.6B-shaped, sentence-transformers FP16
@@ -44,7 +46,7 @@ export HF_FIXTURES=$ROOT/tests/data/hf
 export PYTHONPATH=$W/site PYTHONUNBUFFERED=1
 [ -f "$ORT_DYLIB_PATH" ] || { echo "hf.sh: ONNX Runtime is not in $W (ort-cuda.sh 0 and 2 first, on the same warm machine)" >&2; exit 1; }
 mkdir -p "$OUT"
-case "${1:?fixtures, minilm, base, embed, serve, minilm-serve or qwen3}" in
+case "${1:?fixtures, minilm, base, embed, serve, sessions, minilm-serve or qwen3}" in
 fixtures)
   unpack .gpu/hf/bins "$W/bin" trt_nlp || exit 1
   # One process per fixture (HF_CUDA_ONLY), so one that brings its process down is
@@ -164,6 +166,23 @@ PY
     grep -E "^batched .*c=|failures|panicked" "$log" | head -4
   fi
   ;;
+sessions)
+  # The packed MPNet-base import at 512 clients of 22-token texts with SESSIONS sessions on
+  # the GPU (default "2 3 4"), batches up to 128; makes the folder when base has not run.
+  unpack .gpu/hf/bins "$W/bin" trt serve_load || exit 1
+  [ -f "$W/base/mpnet-base/trt-hf-packed/model.onnx" ] || timeout 200 python3 scripts/gpu/base_graphs.py --trt "$W/bin/trt" --work "$W/base" \
+    --tokenizer "$ROOT/.gpu/hf/minilm-f16/tokenizer.json" --families mpnet-base --folders-only > "$OUT/hf_sessions_folder.log" 2>&1 \
+    || { tail -5 "$OUT/hf_sessions_folder.log"; exit 1; }
+  for n in ${SESSIONS:-2 3 4}; do
+    log="$OUT/hf_serve_mpnet_trt-hf-packed_c512_w18_sessions$n.log"
+    SERVE_BENCH_TRT=$W/bin/trt SERVE_BENCH_KIND=KIND_GPU SERVE_BENCH_INSTANCES=$n SERVE_BENCH_MAX_BATCH=128 SERVE_BENCH_GRAPHS=0 \
+      SERVE_BENCH_ROW_BUCKETS=1 SERVE_BENCH_MODELS=batched SERVE_BENCH_SECONDS=${SERVE_SECONDS:-6} SERVE_BENCH_WARMUP_SECS=2 \
+      SERVE_BENCH_REQUESTS=400000 SERVE_BENCH_MODEL_DIR=$W/base/mpnet-base/trt-hf-packed SERVE_BENCH_CONCURRENCY=512 \
+      SERVE_BENCH_WORDS=18-18 timeout 150 "$W/bin/serve_load" > "$log" 2>&1
+    echo "mpnet-base trt-hf-packed clients 512 words 18, $n sessions: exit $?"
+    grep -E "^batched .*c=|failures|panicked|rows_per_exec" "$log" | head -4
+  done
+  ;;
 minilm-serve)
   # The default model as its serving figures were first measured (ort-cuda.sh 1 first, on
   # the same warm machine: it builds the model from .gpu/c1): the fused FP16 graph, two
@@ -186,5 +205,5 @@ qwen3)
   echo "qwen3_06b.py exit $?"
   grep -vE "Warning|warn|it/s" "$OUT/hf_qwen3_06b.log" | tail -12
   ;;
-*) echo "hf.sh: fixtures, minilm, base, embed, serve, minilm-serve or qwen3" >&2; exit 2 ;;
+*) echo "hf.sh: fixtures, minilm, base, embed, serve, sessions, minilm-serve or qwen3" >&2; exit 2 ;;
 esac
