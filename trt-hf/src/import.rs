@@ -37,7 +37,7 @@ pub const FORMAT: u32 = 2;
 /// The revision of the graphs written, in the cache key beside [`FORMAT`]:
 /// bumped when a graph changes form but not meaning (a faster layout), so a
 /// cached import is written again while an import a caller keeps still opens.
-/// 2: MPNet's fused form pads its sequence for the memory-efficient attention.
+/// 2: MPNet's packed form pads its sequence for the memory-efficient attention.
 const GRAPHS: u32 = 2;
 
 /// The output holding the sentence embedding (FLOAT `[batch, dim]`).

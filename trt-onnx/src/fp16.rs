@@ -63,8 +63,9 @@ const FP16_OPS: &[&str] = &[
     "Conv",
     "ConvTranspose",
     "Einsum",
-    // ONNX Runtime's attention operators: their products and softmax keep FP32
-    // statistics inside, and their fused kernels exist in FP16 only. A layer's input
+    // ONNX Runtime's attention operators: their softmax keeps FP32 statistics
+    // inside, and on CUDA their fused kernels (flash, memory-efficient, cuDNN) are
+    // picked for FP16; FP32 gets the unfused path but on long sequences. A layer's input
     // coming straight from an FP32 LayerNormalization must not make them FP32.
     "Attention",
     "MultiHeadAttention",
