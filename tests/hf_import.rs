@@ -359,7 +359,7 @@ fn op_counts(dir: &Path) -> std::collections::BTreeMap<String, usize> {
 /// CUDA test): one RemovePadding after the embeddings, a PackedAttention in
 /// every layer in place of Attention (MPNet's relative-position bias as its
 /// sixth input), one RestorePadding before the heads; rotary families are
-/// written plain.
+/// written in their fused form (the packed operators take no rotation).
 #[test]
 fn the_packed_form_runs_every_layer_on_the_real_tokens() {
     for (name, layers) in [("bert-hub", 2), ("mpnet-mean", 2)] {
@@ -378,8 +378,47 @@ fn the_packed_form_runs_every_layer_on_the_real_tokens() {
     }
     let out = tempfile::tempdir().unwrap();
     let d = import(&fixtures().join("modernbert-mean"), out.path(), &ImportOptions::default().with_form(trt_hf::Form::Packed)).unwrap();
-    assert_eq!(d.form, trt_hf::Form::Plain, "a rotary family is written plain");
+    assert_eq!(d.form, trt_hf::Form::Fused, "a rotary family is written fused");
     assert_eq!(op_counts(out.path()).get("RemovePadding"), None);
+}
+
+/// The rotary families' fused form: the encoders rotate Q and K with two
+/// RotaryEmbedding nodes and attend with one MultiHeadAttention a layer
+/// (ModernBERT's sliding layers with their band as its bias), adding and
+/// normalising in SkipLayerNormalization; the decoders attend with one
+/// GroupQueryAttention a layer (rotation, causality and window inside) and
+/// add and normalise in SkipSimplifiedLayerNormalization. A decoder whose
+/// heads GroupQueryAttention cannot take (a size that is not a multiple of
+/// 16, the small Qwen fixtures') is written plain. The numbers against the
+/// libraries: nlp_hf.
+#[test]
+fn rotary_families_have_a_fused_form() {
+    // (fixture, layers, skip norms, form written)
+    for (name, layers, skips, form) in [
+        ("modernbert-mean", 3, 6, trt_hf::Form::Fused),
+        ("nomic-mean", 2, 4, trt_hf::Form::Fused),
+        ("gte-cls", 2, 4, trt_hf::Form::Fused),
+        ("mistral-embed", 2, 4, trt_hf::Form::Fused),
+        ("qwen3-embed", 2, 0, trt_hf::Form::Plain),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let d = import(&fixtures().join(name), out.path(), &ImportOptions::default().with_form(trt_hf::Form::Fused)).unwrap();
+        assert_eq!(d.form, form, "{name}");
+        let ops = op_counts(out.path());
+        let count = |op: &str| ops.get(op).copied().unwrap_or(0);
+        let (attention, skip) = if name.contains("mistral") {
+            (count("GroupQueryAttention"), count("SkipSimplifiedLayerNormalization"))
+        } else {
+            (count("MultiHeadAttention"), count("SkipLayerNormalization"))
+        };
+        if form == trt_hf::Form::Plain {
+            assert!(ops.keys().all(|op| !op.contains("Attention") && !op.starts_with("Skip")), "{name}: {ops:?}");
+            continue;
+        }
+        assert_eq!((attention, skip, count("Softmax")), (layers, skips, 0), "{name}: {ops:?}");
+        let rotations = if name.contains("mistral") { 0 } else { 2 * layers };
+        assert_eq!(count("RotaryEmbedding"), rotations, "{name}: {ops:?}");
+    }
 }
 
 /// MPNet's packed form pads its sequence to a multiple of 8 before

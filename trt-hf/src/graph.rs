@@ -58,6 +58,8 @@ pub struct Graph {
     /// While the layers run packed: the token offsets and the cumulative
     /// sequence lengths [`Graph::remove_padding`] wrote.
     packing: Option<(String, String)>,
+    /// GroupQueryAttention's length inputs, once written.
+    gqa_lengths: Option<(String, String)>,
     nodes: Vec<NodeProto>,
     inits: Vec<TensorProto>,
     inputs: Vec<ValueInfoProto>,
@@ -490,13 +492,7 @@ impl Graph {
     /// `LayerNorm(x + skip + bias)` as one fused SkipLayerNormalization node.
     /// `norm` is the LayerNorm's `(weight, bias)`.
     pub fn skip_layer_norm(&mut self, x: &str, skip: &str, norm: (&Tensor, &Tensor), bias: &Tensor, eps: f32, name: &str) -> String {
-        let (w, b, bias) = (self.weight(norm.0), self.weight(norm.1), self.weight(bias));
-        self.ms_op(
-            "SkipLayerNormalization",
-            &format!("{name}/SkipLayerNormalization"),
-            &[x, skip, &w, &b, &bias],
-            vec![attr_float("epsilon", eps)],
-        )
+        self.skip_norm(x, skip, Norm::Layer(norm.0, Some(norm.1)), Some(bias), eps, false, name).0
     }
 
     /// `x @ wᵀ` without a bias (the bias goes into the next fused node).
@@ -560,5 +556,188 @@ impl Graph {
         };
         let axes = self.ints(&format!("{name}/axes"), &[axes.len()], axes);
         self.op("Slice", &format!("{name}/Slice"), &[table, &zeros, &ends, &axes], vec![])
+    }
+}
+
+/// The normalisation a fused residual node applies.
+#[derive(Debug, Clone, Copy)]
+pub enum Norm<'a> {
+    /// LayerNorm with its weight and, where the checkpoint has one, its bias.
+    Layer(&'a Tensor, Option<&'a Tensor>),
+    /// RMSNorm with its weight.
+    Rms(&'a Tensor),
+}
+
+/// A rotary family's cosine and sine caches in ONNX Runtime's layout:
+/// `[max_positions, head_dim / 2]`, one row per position.
+#[derive(Debug, Clone)]
+pub struct RotaryCache {
+    /// `cos(position * inv_freq)`.
+    pub cos: String,
+    /// `sin(position * inv_freq)`.
+    pub sin: String,
+}
+
+/// How a grouped-query attention layer attends.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupQuery<'a> {
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads (dividing `heads`).
+    pub kv_heads: usize,
+    /// Keys seen besides the query's own position, `None` for every earlier key.
+    pub window: Option<usize>,
+    /// The caches the node rotates Q and K with.
+    pub rotary: &'a RotaryCache,
+}
+
+impl Graph {
+    /// A node of ONNX Runtime's `op` with several outputs; `outputs` names
+    /// each by a suffix, `None` leaving an optional output out.
+    fn ms_op_outputs(
+        &mut self,
+        op: &str,
+        name: &str,
+        inputs: &[&str],
+        outputs: &[Option<&str>],
+        attrs: Vec<AttributeProto>,
+    ) -> Vec<String> {
+        let node = self.fresh(name);
+        let outs: Vec<String> = outputs.iter().map(|o| o.map(|o| format!("{node}_{o}")).unwrap_or_default()).collect();
+        if self.fp32_region {
+            self.fp32_nodes.push(node.clone());
+        }
+        self.nodes.push(NodeProto {
+            op_type: Some(op.into()),
+            name: Some(node),
+            domain: Some(MS_DOMAIN.into()),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: outs.clone(),
+            attribute: attrs,
+            ..Default::default()
+        });
+        outs
+    }
+
+    /// `norm(x + skip (+ bias))` as one SkipLayerNormalization (or, for
+    /// RMSNorm, SkipSimplifiedLayerNormalization) node, and the sum itself
+    /// when `keep_sum` (the residual stream of a pre-norm layer).
+    #[allow(clippy::too_many_arguments)]
+    pub fn skip_norm(
+        &mut self,
+        x: &str,
+        skip: &str,
+        norm: Norm<'_>,
+        bias: Option<&Tensor>,
+        eps: f32,
+        keep_sum: bool,
+        name: &str,
+    ) -> (String, Option<String>) {
+        let (op, gamma, beta) = match norm {
+            Norm::Layer(w, b) => ("SkipLayerNormalization", self.weight(w), b.map(|b| self.weight(b))),
+            Norm::Rms(w) => ("SkipSimplifiedLayerNormalization", self.weight(w), None),
+        };
+        let bias = bias.map(|b| self.weight(b));
+        let mut inputs = vec![x, skip, gamma.as_str()];
+        // SkipLayerNormalization's inputs are (x, skip, gamma, beta, bias); the
+        // simplified one has no beta: (x, skip, gamma, bias).
+        if op == "SkipLayerNormalization" {
+            inputs.push(beta.as_deref().unwrap_or(""));
+        }
+        inputs.extend(bias.as_deref());
+        while inputs.last() == Some(&"") {
+            inputs.pop();
+        }
+        let outputs: &[Option<&str>] = if keep_sum { &[Some("out"), None, None, Some("sum")] } else { &[Some("out")] };
+        let outs = self.ms_op_outputs(op, &format!("{name}/{op}"), &inputs, outputs, vec![attr_float("epsilon", eps)]);
+        (outs[0].clone(), keep_sum.then(|| outs[3].clone()))
+    }
+
+    /// `x` (`[B, S, heads * head_dim]`, positions 0.. from each row's left)
+    /// rotated as transformers' `rotate_half` rotary does, as one
+    /// RotaryEmbedding node.
+    pub fn rotary_embedding(&mut self, x: &str, cache: &RotaryCache, heads: usize, name: &str) -> String {
+        // A 1-element position input is the first position of every row.
+        let start = self.ints(&format!("{name}/first_position"), &[1], &[0]);
+        self.ms_op(
+            "RotaryEmbedding",
+            &format!("{name}/RotaryEmbedding"),
+            &[x, &start, &cache.cos, &cache.sin],
+            vec![attr_int("num_heads", heads as i64)],
+        )
+    }
+
+    /// Bidirectional attention of the projected (and rotated) `q`, `k`, `v`
+    /// (`[B, S, heads * head_dim]`) as one MultiHeadAttention node, up to the
+    /// output projection; `mask_index` is each row's length
+    /// ([`Graph::mask_index`]), `bias` an additive `[1, 1, S, S]` score bias.
+    #[allow(clippy::too_many_arguments)]
+    pub fn multi_head_attention(
+        &mut self,
+        q: &str,
+        k: &str,
+        v: &str,
+        heads: usize,
+        mask_index: &str,
+        bias: Option<&str>,
+        name: &str,
+    ) -> String {
+        let mut inputs = vec![q, k, v, "", mask_index];
+        inputs.extend(bias);
+        self.ms_op("MultiHeadAttention", &format!("{name}/MultiHeadAttention"), &inputs, vec![attr_int("num_heads", heads as i64)])
+    }
+
+    /// Causal grouped-query attention of the projected `q`
+    /// (`[B, S, heads * head_dim]`), `k` and `v` (`[B, S, kv_heads *
+    /// head_dim]`), Q and K rotated inside, as one GroupQueryAttention node
+    /// over right-padded rows: `[B, S, heads * head_dim]`.
+    pub fn group_query_attention(&mut self, q: &str, k: &str, v: &str, a: GroupQuery<'_>, name: &str) -> String {
+        let (seqlens, total) = self.gqa_lengths();
+        // The window counts the query's own position: i - window < j <= i.
+        let window = a.window.map_or(-1, |w| w as i64 + 1);
+        let outs = self.ms_op_outputs(
+            "GroupQueryAttention",
+            &format!("{name}/GroupQueryAttention"),
+            &[q, k, v, "", "", &seqlens, &total, &a.rotary.cos, &a.rotary.sin],
+            &[Some("out"), Some("present_key"), Some("present_value")],
+            vec![
+                attr_int("num_heads", a.heads as i64),
+                attr_int("kv_num_heads", a.kv_heads as i64),
+                attr_int("do_rotary", 1),
+                attr_int("local_window_size", window),
+            ],
+        );
+        outs[0].clone()
+    }
+
+    /// GroupQueryAttention's length inputs, written once: each row's last
+    /// position (`[B]` INT32, its length less one) and the padded length
+    /// (an INT32 scalar).
+    fn gqa_lengths(&mut self) -> (String, String) {
+        if let Some(l) = self.gqa_lengths.clone() {
+            return l;
+        }
+        let lengths = self.mask_index();
+        let one = self.ints32("gqa/one", &[], &[1]);
+        let last = self.op("Sub", "gqa/seqlens_k", &[&lengths, &one], vec![]);
+        let len = self.seq_len("input_ids");
+        let len = self.op("Cast", "gqa/total/Cast", &[&len], vec![attr_int("to", DataType::Int32 as i64)]);
+        let axis = self.ints("gqa/total/axis", &[1], &[0]);
+        let total = self.op("Squeeze", "gqa/total_sequence_length", &[&len, &axis], vec![]);
+        self.gqa_lengths = Some((last.clone(), total.clone()));
+        (last, total)
+    }
+
+    /// `x * w / sqrt(mean(x²) + eps)` over the last axis as one
+    /// SimplifiedLayerNormalization node (ONNX Runtime's RMSNorm; its
+    /// statistics are FP32 inside at any precision).
+    pub fn simplified_layer_norm(&mut self, x: &str, w: &Tensor, eps: f32, name: &str) -> String {
+        let w = self.weight(w);
+        self.op(
+            "SimplifiedLayerNormalization",
+            &format!("{name}/SimplifiedLayerNormalization"),
+            &[x, &w],
+            vec![attr_int("axis", -1), attr_float("epsilon", eps)],
+        )
     }
 }

@@ -38,7 +38,8 @@ pub const FORMAT: u32 = 2;
 /// bumped when a graph changes form but not meaning (a faster layout), so a
 /// cached import is written again while an import a caller keeps still opens.
 /// 2: MPNet's packed form pads its sequence for the memory-efficient attention.
-const GRAPHS: u32 = 2;
+/// 3: the rotary families' fused form.
+const GRAPHS: u32 = 3;
 
 /// The output holding the sentence embedding (FLOAT `[batch, dim]`).
 pub const EMBEDDING_OUTPUT: &str = "embedding";
@@ -76,7 +77,9 @@ pub enum Form {
     #[default]
     Plain,
     /// ONNX Runtime's fused operators (`com.microsoft` Attention,
-    /// SkipLayerNormalization, BiasGelu) in every encoder layer: fewer, larger
+    /// SkipLayerNormalization, BiasGelu; for the rotary families
+    /// RotaryEmbedding, MultiHeadAttention or GroupQueryAttention, and
+    /// SkipSimplifiedLayerNormalization) in every encoder layer: fewer, larger
     /// kernels for its CUDA provider; ONNX Runtime only, right-padded batches
     /// only (the tokenizer pipeline pads right).
     Fused,
@@ -299,14 +302,22 @@ fn write(folder: &HfFolder, out: &Path, options: &ImportOptions, digest: String)
 pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Result<(trt_onnx::graph::Model, Descriptor)> {
     let arch = &folder.arch;
     let weights = Weights::open(&folder.transformer_dir)?.for_family(family::name(arch), family::prefixes(arch));
-    // The fused operators exist for the post-LayerNorm encoders; the rotary
-    // families are written in standard operators whatever was asked.
-    let form = match options.form {
-        Form::Fused | Form::Packed if arch.family.is_rotary() => {
-            tracing::warn!("{}: no fused form for {}; writing the plain graph", folder.dir.display(), arch.model_type);
+    let form = match (options.form, family::fused_form_refused(arch)) {
+        (Form::Fused | Form::Packed, Some(why)) => {
+            tracing::warn!("{}: no fused form for {}: {why}; writing the plain graph", folder.dir.display(), arch.model_type);
             Form::Plain
         }
-        form => form,
+        // The packed operators take no rotation: the rotary families' fused
+        // form runs on padded rows.
+        (Form::Packed, None) if arch.family.is_rotary() => {
+            tracing::warn!(
+                "{}: no packed form for {} (its rotary attention has none); writing the fused graph",
+                folder.dir.display(),
+                arch.model_type
+            );
+            Form::Fused
+        }
+        (form, _) => form,
     };
     let mut g = match form {
         Form::Plain => Graph::default(),

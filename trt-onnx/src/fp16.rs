@@ -71,6 +71,7 @@ const FP16_OPS: &[&str] = &[
     "MultiHeadAttention",
     "PackedAttention",
     "PackedMultiHeadAttention",
+    "GroupQueryAttention",
 ];
 
 /// Operators whose float inputs may be of any type: no Cast is inserted before them.

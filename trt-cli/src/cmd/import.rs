@@ -26,13 +26,14 @@ pub struct Args {
     pub fp16: bool,
 
     /// Write the encoder in ONNX Runtime's fused operators (Attention, SkipLayerNormalization,
-    /// BiasGelu): faster on its CUDA provider; ONNX Runtime only (TensorRT parses the plain form).
+    /// BiasGelu; RotaryEmbedding, MultiHeadAttention and GroupQueryAttention for the rotary
+    /// families): faster on its CUDA provider; ONNX Runtime only (TensorRT parses the plain form).
     #[arg(long)]
     pub fused: bool,
 
     /// --fused with the encoder layers on the batch's real tokens only (RemovePadding,
     /// PackedAttention, RestorePadding): a batch costs its tokens, not rows x its longest
-    /// text. ONNX Runtime's CUDA provider only.
+    /// text. ONNX Runtime's CUDA provider only; the rotary families get --fused.
     #[arg(long, conflicts_with = "fused")]
     pub packed: bool,
 }

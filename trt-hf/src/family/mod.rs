@@ -146,6 +146,15 @@ fn aligned_with_bias(g: &mut Graph, w: &Weights, cfg: &ArchConfig, x: &str, len:
     Ok((x, mpnet::position_bias(g, w, cfg, &padded_len)?))
 }
 
+/// Why the fused form ([`crate::Form::Fused`]) cannot be written for this
+/// model, if it cannot.
+pub fn fused_form_refused(cfg: &ArchConfig) -> Option<String> {
+    match (cfg.family, &cfg.rotary) {
+        (Family::ModernBert | Family::NomicBert | Family::Gte, _) | (_, None) => None,
+        (_, Some(_)) => decoder::fused_form_refused(cfg),
+    }
+}
+
 /// The `[B, labels]` logits of a `*ForSequenceClassification` checkpoint.
 pub fn classifier(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
     match cfg.family {

@@ -1,5 +1,5 @@
-//! The blocks the rotary families (ModernBERT, the decoders) are made of, written
-//! once: RMSNorm, rotary position tables and their application, the
+//! The blocks the rotary families (ModernBERT, NomicBERT, GTE, the decoders) are made of, written
+//! once, in standard operators and, where a block has one, in ONNX Runtime's fused operators: RMSNorm, rotary position tables and their application, the
 //! attention masks (padding, causal, sliding window), grouped-query
 //! attention and the gated feed-forward.
 //!
@@ -10,6 +10,10 @@
 //! | [`attention_bias`] | the additive `[B, 1, 1, S, S]` bias: padding, and causal, a band of half-width `window`, or both | follows its inputs |
 //! | [`attention`] | grouped-query attention with rotary Q and K, optional per-head RMSNorm of Q and K | Softmax FP32 |
 //! | [`gated_mlp`] | `out(act(a(x)) * b(x))`, `out` with or without a bias | follows its inputs |
+//! | [`cache`] | the same angles as `cos` and `sin` caches `[max_positions, head_dim / 2]`, ONNX Runtime's layout | follow their consumers |
+//! | [`pattern_bias`] | the `[1, 1, S, S]` bias of a pattern alone (the fused attention takes each row's length) | follows its inputs |
+//! | [`Positions`] | an encoder layer's rotation and mask, in standard operators or as RotaryEmbedding + MultiHeadAttention | the fused attention FP16 |
+//! | [`pre_norm`] | `norm(x + pending)` keeping the sum: one Skip(Simplified)LayerNormalization when fused | follows its inputs (statistics FP32 inside) |
 //!
 //! Grouped-query attention is written without copying K and V per query
 //! head: Q is laid out `[B, kv_heads, group, S, head_dim]` and K, V
@@ -21,7 +25,7 @@
 //! of this project's pipeline keeps; rotary scores depend only on i - j, so
 //! a left-padded reference computes the same numbers for the real tokens.
 
-use crate::graph::{attr_int, attr_ints, Graph, MASK_BIAS};
+use crate::graph::{attr_int, attr_ints, Graph, Norm, RotaryCache, MASK_BIAS};
 use crate::weights::Tensor;
 
 /// `x * w / sqrt(mean(x², last axis) + eps)`, all of it FP32.
@@ -59,13 +63,12 @@ pub struct Rope {
 /// FP32, each angle used for both halves of the head).
 pub fn rope(g: &mut Graph, theta: f64, head_dim: usize, max_positions: usize, name: &str) -> Rope {
     let half = head_dim / 2;
-    let inv_freq: Vec<f32> = (0..half).map(|i| (1.0 / theta.powf((2 * i) as f64 / head_dim as f64)) as f32).collect();
+    let angles = angles(theta, head_dim, max_positions);
     let mut cos = Vec::with_capacity(max_positions * head_dim);
     let mut sin = Vec::with_capacity(max_positions * head_dim);
-    for p in 0..max_positions {
+    for row in angles.chunks(half) {
         for i in 0..head_dim {
-            // The angle rounded to FP32 as torch's product rounds it, then its cosine and sine.
-            let angle = f64::from(p as f32 * inv_freq[i % half]);
+            let angle = row[i % half];
             cos.push(angle.cos() as f32);
             sin.push(if i < half { -angle.sin() as f32 } else { angle.sin() as f32 });
         }
@@ -74,6 +77,28 @@ pub fn rope(g: &mut Graph, theta: f64, head_dim: usize, max_positions: usize, na
     let sin = g.floats(&format!("{name}/sin_table"), &[max_positions, head_dim], &sin);
     let len = g.seq_len("input_ids");
     Rope { cos: g.leading(&cos, &len, &[0], &format!("{name}/cos")), sin_signed: g.leading(&sin, &len, &[0], &format!("{name}/sin")), half }
+}
+
+/// The angles `position * inv_freq[i]`, `[max_positions, head_dim / 2]`,
+/// each rounded to FP32 as torch's product rounds it.
+fn angles(theta: f64, head_dim: usize, max_positions: usize) -> Vec<f64> {
+    let half = head_dim / 2;
+    let inv_freq: Vec<f32> = (0..half).map(|i| (1.0 / theta.powf((2 * i) as f64 / head_dim as f64)) as f32).collect();
+    (0..max_positions).flat_map(|p| inv_freq.iter().map(move |&f| f64::from(p as f32 * f))).collect()
+}
+
+/// The same rotation as [`rope`] in ONNX Runtime's layout, for its
+/// RotaryEmbedding and GroupQueryAttention nodes: `cos` and `sin` of the
+/// angles, `[max_positions, head_dim / 2]` (the node uses each angle for
+/// both halves and signs the sine itself).
+pub fn cache(g: &mut Graph, theta: f64, head_dim: usize, max_positions: usize, name: &str) -> RotaryCache {
+    let angles = angles(theta, head_dim, max_positions);
+    let cos: Vec<f32> = angles.iter().map(|a| a.cos() as f32).collect();
+    let sin: Vec<f32> = angles.iter().map(|a| a.sin() as f32).collect();
+    RotaryCache {
+        cos: g.floats(&format!("{name}/cos_cache"), &[max_positions, head_dim / 2], &cos),
+        sin: g.floats(&format!("{name}/sin_cache"), &[max_positions, head_dim / 2], &sin),
+    }
 }
 
 impl Rope {
@@ -114,41 +139,54 @@ pub fn attention_bias(g: &mut Graph, pattern: Pattern, max_positions: usize, nam
     let mask = g.op("Cast", &format!("{name}/mask/Cast"), &["attention_mask"], vec![attr_int("to", 1)]);
     let axes = g.ints(&format!("{name}/mask/axes"), &[3], &[1, 2, 3]);
     let mut allowed = g.op("Unsqueeze", &format!("{name}/mask/Unsqueeze"), &[&mask, &axes], vec![]);
-    let (causal, window) = match pattern {
-        Pattern::Full => (false, None),
-        Pattern::Causal => (true, None),
-        Pattern::Window(w) => (false, Some(w)),
-        Pattern::CausalWindow(w) => (true, Some(w)),
-    };
-    if causal || window.is_some() {
-        let table: Vec<f32> = (0..max_positions).map(|p| p as f32).collect();
-        let table = g.floats(&format!("{name}/positions"), &[max_positions], &table);
-        let len = g.seq_len("input_ids");
-        let p = g.leading(&table, &len, &[0], &format!("{name}/positions"));
-        let (ax0, ax1) = (g.ints(&format!("{name}/axis0"), &[1], &[0]), g.ints(&format!("{name}/axis1"), &[1], &[1]));
-        let i = g.op("Unsqueeze", &format!("{name}/query"), &[&p, &ax1], vec![]);
-        let j = g.op("Unsqueeze", &format!("{name}/key"), &[&p, &ax0], vec![]);
-        let mut hidden = causal.then(|| g.op("Greater", &format!("{name}/causal/Greater"), &[&j, &i], vec![]));
-        if let Some(w) = window {
-            let d = g.op("Sub", &format!("{name}/window/Sub"), &[&i, &j], vec![]);
-            let d = g.op("Abs", &format!("{name}/window/Abs"), &[&d], vec![]);
-            let w = g.scalar(w as f32);
-            let far = g.op("Greater", &format!("{name}/window/Greater"), &[&d, &w], vec![]);
-            hidden = Some(match hidden {
-                Some(later) => g.op("Or", &format!("{name}/Or"), &[&later, &far], vec![]),
-                None => far,
-            });
-        }
-        if let Some(hidden) = hidden {
-            let seen = g.op("Not", &format!("{name}/Not"), &[&hidden], vec![]);
-            let seen = g.op("Cast", &format!("{name}/Cast"), &[&seen], vec![attr_int("to", 1)]);
-            allowed = g.op("Mul", &format!("{name}/Combine"), &[&allowed, &seen], vec![]);
-        }
+    if let Some(hidden) = hidden_pairs(g, pattern, max_positions, name) {
+        let seen = g.op("Not", &format!("{name}/Not"), &[&hidden], vec![]);
+        let seen = g.op("Cast", &format!("{name}/Cast"), &[&seen], vec![attr_int("to", 1)]);
+        allowed = g.op("Mul", &format!("{name}/Combine"), &[&allowed, &seen], vec![]);
     }
     let one = g.scalar(1.0);
     let hidden = g.op("Sub", &format!("{name}/Sub"), &[&one, &allowed], vec![]);
     let bias = g.scalar(MASK_BIAS);
     g.op("Mul", &format!("{name}/Mul"), &[&hidden, &bias], vec![])
+}
+
+/// The additive `[1, 1, S, S]` bias of `pattern` alone (no padding: the fused
+/// attention takes each row's length instead), or `None` for [`Pattern::Full`].
+pub fn pattern_bias(g: &mut Graph, pattern: Pattern, max_positions: usize, name: &str) -> Option<String> {
+    let hidden = hidden_pairs(g, pattern, max_positions, name)?;
+    let hidden = g.op("Cast", &format!("{name}/Cast"), &[&hidden], vec![attr_int("to", 1)]);
+    let bias = g.scalar(MASK_BIAS);
+    let bias = g.op("Mul", &format!("{name}/Mul"), &[&hidden, &bias], vec![]);
+    let axes = g.ints(&format!("{name}/axes"), &[2], &[0, 1]);
+    Some(g.op("Unsqueeze", &format!("{name}/Unsqueeze"), &[&bias, &axes], vec![]))
+}
+
+/// `[S, S]` BOOL: true where `pattern` hides key j from query i (padding
+/// aside); `None` when it hides nothing.
+fn hidden_pairs(g: &mut Graph, pattern: Pattern, max_positions: usize, name: &str) -> Option<String> {
+    let (causal, window) = match pattern {
+        Pattern::Full => return None,
+        Pattern::Causal => (true, None),
+        Pattern::Window(w) => (false, Some(w)),
+        Pattern::CausalWindow(w) => (true, Some(w)),
+    };
+    let table: Vec<f32> = (0..max_positions).map(|p| p as f32).collect();
+    let table = g.floats(&format!("{name}/positions"), &[max_positions], &table);
+    let len = g.seq_len("input_ids");
+    let p = g.leading(&table, &len, &[0], &format!("{name}/positions"));
+    let (ax0, ax1) = (g.ints(&format!("{name}/axis0"), &[1], &[0]), g.ints(&format!("{name}/axis1"), &[1], &[1]));
+    let i = g.op("Unsqueeze", &format!("{name}/query"), &[&p, &ax1], vec![]);
+    let j = g.op("Unsqueeze", &format!("{name}/key"), &[&p, &ax0], vec![]);
+    let later = causal.then(|| g.op("Greater", &format!("{name}/causal/Greater"), &[&j, &i], vec![]));
+    let Some(w) = window else { return later };
+    let d = g.op("Sub", &format!("{name}/window/Sub"), &[&i, &j], vec![]);
+    let d = g.op("Abs", &format!("{name}/window/Abs"), &[&d], vec![]);
+    let w = g.scalar(w as f32);
+    let far = g.op("Greater", &format!("{name}/window/Greater"), &[&d, &w], vec![]);
+    Some(match later {
+        Some(later) => g.op("Or", &format!("{name}/Or"), &[&later, &far], vec![]),
+        None => far,
+    })
 }
 
 /// Head counts of an attention layer.
@@ -216,6 +254,90 @@ pub fn attention(
     let ctx = g.op("Transpose", &format!("{name}/context/Transpose"), &[&ctx], vec![attr_ints("perm", &[0, 3, 1, 2, 4])]);
     let merge = g.ints(&format!("{name}/merge_heads"), &[3], &[0, 0, h.heads as i64 * d]);
     g.op("Reshape", &format!("{name}/context/Reshape"), &[&ctx, &merge], vec![])
+}
+
+/// How a bidirectional encoder's attention layer places its tokens: the
+/// rotation, and which keys each query sees.
+#[derive(Debug, Clone)]
+pub enum Positions {
+    /// Standard operators: [`rope`]'s tables and an [`attention_bias`].
+    Plain {
+        /// The rotation.
+        rope: Rope,
+        /// Padding and pattern as one additive bias.
+        bias: String,
+    },
+    /// ONNX Runtime's fused operators: Q and K rotated by RotaryEmbedding
+    /// nodes ([`cache`]), one MultiHeadAttention over each row's length
+    /// ([`Graph::mask_index`]), a sliding layer's band as its score bias
+    /// ([`pattern_bias`]).
+    Fused {
+        /// The rotation.
+        cache: RotaryCache,
+        /// Each row's length.
+        lengths: String,
+        /// The pattern's bias, if it hides any key.
+        bias: Option<String>,
+    },
+}
+
+impl Positions {
+    /// The positions of `pattern` in the graph's form.
+    pub fn new(
+        g: &mut Graph,
+        theta: f64,
+        head_dim: usize,
+        max_positions: usize,
+        pattern: Pattern,
+        lengths: Option<&str>,
+        name: &str,
+    ) -> Self {
+        match lengths {
+            Some(lengths) => Positions::Fused {
+                cache: cache(g, theta, head_dim, max_positions, &format!("rope/{name}")),
+                lengths: lengths.to_string(),
+                bias: pattern_bias(g, pattern, max_positions, &format!("{name}_mask")),
+            },
+            None => Positions::Plain {
+                rope: rope(g, theta, head_dim, max_positions, &format!("rope/{name}")),
+                bias: attention_bias(g, pattern, max_positions, &format!("{name}_mask")),
+            },
+        }
+    }
+
+    /// Attention over the projected `q`, `k`, `v`, up to the output projection.
+    pub fn attention(&self, g: &mut Graph, q: &str, k: &str, v: &str, h: Heads, name: &str) -> String {
+        match self {
+            Positions::Plain { rope, bias } => attention(g, q, k, v, h, None, rope, bias, name),
+            Positions::Fused { cache, lengths, bias } => {
+                let q = g.rotary_embedding(q, cache, h.heads, &format!("{name}/q"));
+                let k = g.rotary_embedding(k, cache, h.heads, &format!("{name}/k"));
+                g.multi_head_attention(&q, &k, v, h.heads, lengths, bias.as_deref(), name)
+            }
+        }
+    }
+}
+
+/// The input of a pre-norm block, `norm(x + pending)`, where `pending` is
+/// the previous block's output not yet added to the residual stream `x`;
+/// `x` becomes the sum. In the fused form the addition and the norm are one
+/// SkipLayerNormalization / SkipSimplifiedLayerNormalization node.
+pub fn pre_norm(g: &mut Graph, x: &mut String, pending: Option<String>, norm: Norm<'_>, eps: f32, name: &str) -> String {
+    match pending {
+        Some(p) if g.is_fused() => {
+            let (y, sum) = g.skip_norm(&p, x, norm, None, eps, true, name);
+            *x = sum.expect("the sum was asked for");
+            return y;
+        }
+        Some(p) => *x = g.op("Add", &format!("{name}/Residual"), &[x, &p], vec![]),
+        None => {}
+    }
+    match norm {
+        Norm::Rms(w) if g.is_fused() => g.simplified_layer_norm(x, w, eps, name),
+        Norm::Rms(w) => rms_norm(g, x, w, eps, name),
+        Norm::Layer(w, Some(b)) => g.layer_norm(x, w, b, eps, name),
+        Norm::Layer(w, None) => layer_norm_no_bias(g, x, w, eps, name),
+    }
 }
 
 /// `out(act(a(x)) * b(x)) (+ out_bias)`: Qwen3's `down(silu(gate(x)) * up(x))`,

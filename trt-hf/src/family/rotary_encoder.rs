@@ -17,10 +17,10 @@
 //! | feed-forward | `mlp.fc11` (up), `mlp.fc12` (gate), `mlp.fc2` (down); no biases | `mlp.up_gate_proj` (`[up; gate]`), `mlp.down_proj` (bias) |
 //! | LayerNorms | `norm1`, `norm2` | `attn_ln`, `mlp_ln` |
 
-use super::rotary::{self, Heads, Pattern};
+use super::rotary::{self, Heads, Pattern, Positions};
 use super::{linear_weights, norm_weights};
 use crate::arch::{ArchConfig, Family, Rotary};
-use crate::graph::{attr_int, Graph};
+use crate::graph::{attr_int, Graph, Norm};
 use crate::weights::{Tensor, Weights};
 use crate::Result;
 
@@ -40,9 +40,9 @@ pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig, rot: &Rotary) -> Re
     }
     let (lw, lb) = norm_weights(w, if gte { "embeddings.LayerNorm" } else { "emb_ln" }, h)?;
     let mut x = g.layer_norm(&x, &lw, &lb, eps, "embeddings/LayerNorm");
-    let rope = rotary::rope(g, rot.theta, cfg.head_size, cfg.max_positions, "rope");
-    let mask = rotary::attention_bias(g, Pattern::Full, cfg.max_positions, "mask");
     let heads = Heads { heads: cfg.heads, kv_heads: cfg.heads, head_dim: cfg.head_size };
+    let lengths = g.is_fused().then(|| g.mask_index());
+    let positions = Positions::new(g, rot.theta, cfg.head_size, cfg.max_positions, Pattern::Full, lengths.as_deref(), "global");
     for i in 0..cfg.layers {
         let name = format!("layer.{i}");
         let p = if gte { format!("encoder.layer.{i}") } else { format!("encoder.layers.{i}") };
@@ -62,12 +62,11 @@ pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig, rot: &Rotary) -> Re
             let b = qkv_b.as_ref().map(|b| rotary::rows(b, part(j)));
             g.linear(&x, &rotary::rows(&qkv, part(j)), b.as_ref(), &format!("{name}/attention/{}", ["q", "k", "v"][j]))
         });
-        let a = rotary::attention(g, &q, &k, &v, heads, None, &rope, &mask, &format!("{name}/attention"));
+        let a = positions.attention(g, &q, &k, &v, heads, &format!("{name}/attention"));
         let o_name = if gte { "attention.o_proj" } else { "attn.out_proj" };
-        let a = g.linear(&a, &t(o_name, &[h, qkv_rows])?, bias(o_name, h)?.as_ref(), &format!("{name}/attention/o"));
-        let a = g.op("Add", &format!("{name}/attention/Residual"), &[&x, &a], vec![]);
+        let a = g.linear(&a, &t(o_name, &[h, qkv_rows])?, None, &format!("{name}/attention/o"));
         let (lw, lb) = norm_weights(w, &format!("{p}.{}", if gte { "attn_ln" } else { "norm1" }), h)?;
-        x = g.layer_norm(&a, &lw, &lb, eps, &format!("{name}/attention/LayerNorm"));
+        x = post_norm(g, &a, bias(o_name, h)?.as_ref(), &x, (&lw, &lb), eps, &format!("{name}/attention"));
         let (up, gate) = if gte {
             let both = t("mlp.up_gate_proj", &[2 * inter, h])?;
             (rotary::rows(&both, 0..inter), rotary::rows(&both, inter..2 * inter))
@@ -80,10 +79,26 @@ pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig, rot: &Rotary) -> Re
         } else {
             (t("mlp.fc2", &[h, inter])?, None)
         };
-        let m = rotary::gated_mlp(g, &x, &gate, &up, &down, down_b.as_ref(), cfg.act, &format!("{name}/mlp"));
-        let m = g.op("Add", &format!("{name}/mlp/Residual"), &[&x, &m], vec![]);
+        let m = rotary::gated_mlp(g, &x, &gate, &up, &down, None, cfg.act, &format!("{name}/mlp"));
         let (lw, lb) = norm_weights(w, &format!("{p}.{}", if gte { "mlp_ln" } else { "norm2" }), h)?;
-        x = g.layer_norm(&m, &lw, &lb, eps, &format!("{name}/mlp/LayerNorm"));
+        x = post_norm(g, &m, down_b.as_ref(), &x, (&lw, &lb), eps, &format!("{name}/mlp"));
     }
     Ok(x)
+}
+
+/// `LayerNorm(x + delta + bias)`: one SkipLayerNormalization node in the
+/// fused form; the bias, the residual Add and the LayerNorm otherwise.
+fn post_norm(g: &mut Graph, delta: &str, bias: Option<&Tensor>, x: &str, ln: (&Tensor, &Tensor), eps: f32, name: &str) -> String {
+    if g.is_fused() {
+        return g.skip_norm(delta, x, Norm::Layer(ln.0, Some(ln.1)), bias, eps, false, name).0;
+    }
+    let delta = match bias {
+        Some(b) => {
+            let b = g.weight(b);
+            g.op("Add", &format!("{name}/Bias"), &[delta, &b], vec![])
+        }
+        None => delta.to_string(),
+    };
+    let a = g.op("Add", &format!("{name}/Residual"), &[x, &delta], vec![]);
+    g.layer_norm(&a, ln.0, ln.1, eps, &format!("{name}/LayerNorm"))
 }
