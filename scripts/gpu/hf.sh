@@ -28,7 +28,9 @@
 #   minilm-serve (.gpu/hf/bins: trt, serve_load; after ort-cuda.sh 1): the default
 #     model served as its first serving figures were measured (1 and 512 clients)
 #   qwen3 (.gpu/hf/bins: trt): Qwen3-Embedding-0.6B-shaped, sentence-transformers FP16
-#     beside the imported FP16 graph (scripts/gpu/qwen3_06b.py)
+#     beside the imported FP16 graphs, plain and fused (scripts/gpu/qwen3_06b.py)
+#   rotary (.gpu/hf/bins: trt): ModernBERT-base and Qwen3-0.6B-shaped imports, plain and
+#     fused, model only, beside the transformers model in FP16 (scripts/gpu/rotary_graphs.py)
 #
 # Logs under $OUT.
 set -uo pipefail
@@ -46,7 +48,7 @@ export HF_FIXTURES=$ROOT/tests/data/hf
 export PYTHONPATH=$W/site PYTHONUNBUFFERED=1
 [ -f "$ORT_DYLIB_PATH" ] || { echo "hf.sh: ONNX Runtime is not in $W (ort-cuda.sh 0 and 2 first, on the same warm machine)" >&2; exit 1; }
 mkdir -p "$OUT"
-case "${1:?fixtures, minilm, base, embed, serve, sessions, minilm-serve or qwen3}" in
+case "${1:?fixtures, minilm, base, embed, serve, sessions, minilm-serve, qwen3 or rotary}" in
 fixtures)
   unpack .gpu/hf/bins "$W/bin" trt_nlp || exit 1
   # One process per fixture (HF_CUDA_ONLY), so one that brings its process down is
@@ -65,6 +67,12 @@ fixtures)
       echo "$name: exit $rc"
     done; } > "$OUT/hf_fixtures.log" 2>&1
   grep -E "on CUDA|exit [^0]|panicked|terminate|throw-trace" "$OUT/hf_fixtures.log"
+  ;;
+rotary)
+  unpack .gpu/hf/bins "$W/bin" trt || exit 1
+  timeout 420 python3 scripts/gpu/rotary_graphs.py --trt "$W/bin/trt" --work "$W/rotary" ${ROTARY_FAMILIES:+--families "$ROTARY_FAMILIES"} > "$OUT/hf_rotary.log" 2>&1
+  echo "rotary_graphs.py exit $?"
+  grep -vE "^\{|Warning|warn" "$OUT/hf_rotary.log" | tail -40
   ;;
 minilm)
   [ -x "$W/bin/trt_nlp" ] || { echo "hf.sh minilm: run hf.sh fixtures first (it unpacks trt_nlp)" >&2; exit 1; }
@@ -205,5 +213,5 @@ qwen3)
   echo "qwen3_06b.py exit $?"
   grep -vE "Warning|warn|it/s" "$OUT/hf_qwen3_06b.log" | tail -12
   ;;
-*) echo "hf.sh: fixtures, minilm, base, embed, serve, sessions, minilm-serve or qwen3" >&2; exit 2 ;;
+*) echo "hf.sh: fixtures, minilm, base, embed, serve, sessions, minilm-serve, qwen3 or rotary" >&2; exit 2 ;;
 esac

@@ -14,9 +14,10 @@ compute of a forward pass, and no real tokenizer can be fetched here.
 Sides, each over the same TEXTS texts (random byte-level strings, 40-200 characters), batch 32,
 after a warm-up pass:
   st    SentenceTransformer(folder, model_kwargs={"dtype": float16}).encode
-  trt   `trt import --fp16` of the folder; Python `tokenizers` (the folder's tokenizer.json,
-        padded left as tokenizer_config.json says) + onnxruntime-gpu on the graph, inputs and
-        outputs on the device
+  trt   `trt import --fp16` of the folder (plain), and `--fp16 --fused` (GroupQueryAttention,
+        SkipSimplifiedLayerNormalization); Python `tokenizers` (the folder's tokenizer.json,
+        padded right as trt-nlp's pipeline pads: the fused attention takes each row's length)
+        + onnxruntime-gpu on the graph, inputs and outputs on the device
 Printed: texts/s and tokens/s per side, the ratio, and the worst cosine between the two
 sides' embeddings (both FP16).
 
@@ -89,7 +90,7 @@ def trt_side(imported, data):
     with open(os.path.join(imported, "trt_model.json")) as fh:
         desc = json.load(fh)
     tok.enable_truncation(desc.get("max_seq_length") or 512)
-    tok.enable_padding(direction="left", pad_id=tok.token_to_id("<|endoftext|>"), pad_token="<|endoftext|>")
+    tok.enable_padding(direction="right", pad_id=tok.token_to_id("<|endoftext|>"), pad_token="<|endoftext|>")
     sess = ort.InferenceSession(os.path.join(imported, "model.onnx"),
                                 providers=[("CUDAExecutionProvider", {"device_id": 0})])
     names = [i.name for i in sess.get_inputs()]
@@ -132,19 +133,22 @@ def main():
     a = arguments()
     folder = make_folder(a.fixture, a.work)
     data = texts()
-    imported = os.path.join(a.work, "qwen3-0.6b-trt")
-    t = time.perf_counter()
-    subprocess.run([a.trt, "import", folder, "-o", imported, "--fp16"], check=True)
-    print(f"trt import --fp16 in {time.perf_counter() - t:.1f} s", flush=True)
+    imports = {}
+    for form, extra in [("plain", []), ("fused", ["--fused"])]:
+        imports[form] = os.path.join(a.work, f"qwen3-0.6b-trt-{form}")
+        t = time.perf_counter()
+        subprocess.run([a.trt, "import", folder, "-o", imports[form], "--fp16", *extra], check=True)
+        print(f"trt import --fp16 {' '.join(extra)} in {time.perf_counter() - t:.1f} s", flush=True)
     st_s, st_out = st_side(folder, data)
     print(f"sentence-transformers FP16: {len(data) / st_s:.0f} texts/s ({st_s:.2f} s for {len(data)} texts, batch {BATCH})", flush=True)
     torch.cuda.empty_cache()
-    trt_s, trt_out, tokens = trt_side(imported, data)
-    print(f"trt-hf graph on onnxruntime-gpu: {len(data) / trt_s:.0f} texts/s, {tokens / trt_s:.0f} tokens/s "
-          f"({trt_s:.2f} s, {tokens / len(data):.1f} tokens per text)", flush=True)
-    cos = (st_out * trt_out).sum(1) / np.linalg.norm(st_out, axis=1) / np.linalg.norm(trt_out, axis=1)
-    print(f"worst cosine, trt-hf FP16 vs sentence-transformers FP16: {cos.min():.5f}")
-    print(f"ratio_trt_hf_vs_sentence_transformers: {st_s / trt_s:.2f}")
+    for form, imported in imports.items():
+        trt_s, trt_out, tokens = trt_side(imported, data)
+        print(f"trt-hf {form} graph on onnxruntime-gpu: {len(data) / trt_s:.0f} texts/s, {tokens / trt_s:.0f} tokens/s "
+              f"({trt_s:.2f} s, {tokens / len(data):.1f} tokens per text)", flush=True)
+        cos = (st_out * trt_out).sum(1) / np.linalg.norm(st_out, axis=1) / np.linalg.norm(trt_out, axis=1)
+        print(f"worst cosine, trt-hf {form} FP16 vs sentence-transformers FP16: {cos.min():.5f}")
+        print(f"ratio_trt_hf_{form}_vs_sentence_transformers: {st_s / trt_s:.2f}", flush=True)
 
 
 if __name__ == "__main__":

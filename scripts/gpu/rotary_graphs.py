@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Model-only throughput of base-sized rotary graphs on the GPU test host: the graph
+`trt import --fp16` writes (plain, TensorRT-parseable) beside `trt import --fp16 --fused`
+(RotaryEmbedding + MultiHeadAttention for ModernBERT, GroupQueryAttention for Qwen3, and the
+Skip(Simplified)LayerNormalization residual norms), and the transformers model itself in
+FP16 on the same GPU (PyTorch, its default SDPA attention), one process, side by side.
+Every ONNX graph is timed as scripts/gpu/base_graphs.py times them (Python onnxruntime-gpu,
+CUDA provider, inputs and outputs bound on the device); PyTorch runs the same ids and mask.
+
+Before timing, each FP16 graph is checked against the FP32 import on 32 rows of 16-384
+tokens (the worst cosine of a row's output over its real tokens), and ONNX Runtime's choice
+of attention kernel per node is printed for the fused graph.
+
+Models: random weights made by transformers from ModernBertConfig() (ModernBERT-base: 22
+layers, hidden 768, 12 heads, sliding window 128 on two layers of three) and Qwen3-Embedding-
+0.6B's shape (28 layers, hidden 1024, 16 query heads and 8 key/value heads of 128, MLP 3072),
+its vocabulary cut to 32,000 tokens (the table's size does not change a pass's compute).
+The share of the H200's 790 TFLOP/s dense FP16 counts 2 FLOP per weight of the layers a
+token (the attention scores not counted).
+
+Usage (on the host, after ort-cuda.sh 0 and 2): rotary_graphs.py --trt BIN --work DIR
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import numpy as np
+import torch
+from transformers import AutoModel, ModernBertConfig, Qwen3Config
+
+import base_graphs as bg
+
+SHAPES = [(1, 22), (32, 22), (128, 22), (128, 134), (128, "r134")]
+
+
+def families():
+    qwen3 = Qwen3Config(vocab_size=32000, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
+                        num_key_value_heads=8, head_dim=128, max_position_embeddings=32768, rope_theta=1e6,
+                        layer_types=["full_attention"] * 28)
+    return [("modernbert-base", ModernBertConfig()), ("qwen3-0.6b", qwen3)]
+
+
+def layer_flop_per_token(model):
+    embeddings = sum(p.numel() for n, p in model.named_parameters() if "embed" in n)
+    return 2 * (sum(p.numel() for p in model.parameters()) - embeddings)
+
+
+def time_torch(model, vocab):
+    """The transformers model in FP16 on the GPU at SHAPES, the same ids and mask."""
+    out = {}
+    m = model.half().cuda().eval()
+    for b, shape in SHAPES:
+        s, lengths = bg.shape_lengths(b, shape)
+        mask = torch.tensor(np.arange(s)[None, :] < lengths[:, None], dtype=torch.long, device="cuda")
+        ids = torch.tensor(np.random.default_rng(0).integers(5, vocab - 5, (b, s)), device="cuda") * mask
+        with torch.inference_mode():
+            for _ in range(bg.WARMUP):
+                m(input_ids=ids, attention_mask=mask)
+            torch.cuda.synchronize()
+            times = []
+            for _ in range(bg.RUNS):
+                t = time.perf_counter()
+                m(input_ids=ids, attention_mask=mask)
+                torch.cuda.synchronize()
+                times.append(time.perf_counter() - t)
+        med = float(np.median(times))
+        out[f"{b}x{shape}"] = {"ms": med * 1e3, "seq_per_s": b / med, "peak_share": int(lengths.sum()) * bg.FLOP_PER_TOKEN / med / bg.PEAK}
+    m.cpu()
+    torch.cuda.empty_cache()
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trt", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--families", default="modernbert-base,qwen3-0.6b")
+    args = ap.parse_args()
+    bg.SHAPES = SHAPES
+    results = {}
+    torch.manual_seed(0)
+    for family, cfg in families():
+        if family not in args.families.split(","):
+            continue
+        d = os.path.join(args.work, family)
+        shutil.rmtree(d, ignore_errors=True)
+        model = AutoModel.from_config(cfg).eval()
+        model.save_pretrained(os.path.join(d, "hf"))
+        with open(os.path.join(d, "hf", "tokenizer.json"), "w") as f:
+            json.dump(bg.tokenizer_json(cfg.vocab_size), f)
+        bg.FLOP_PER_TOKEN = layer_flop_per_token(model)
+        print(f"{family}: {bg.FLOP_PER_TOKEN / 1e6:.0f} MFLOP a token in its layers", flush=True)
+        graphs = {}
+        for name, extra in [("trt-hf", ["--fp16"]), ("trt-hf-fused", ["--fp16", "--fused"]), ("trt-hf-fp32", [])]:
+            out = os.path.join(d, name)
+            t = time.perf_counter()
+            r = subprocess.run([args.trt, "import", os.path.join(d, "hf"), "-o", out, *extra], capture_output=True, text=True)
+            print(f"{family}: trt import {' '.join(extra)} exit {r.returncode} in {time.perf_counter() - t:.1f} s {r.stderr.strip()[-300:]}",
+                  flush=True)
+            with open(os.path.join(out, "trt_model.json")) as f:
+                print(f"{family} {name}: form {json.load(f)['form']}", flush=True)
+            graphs[name] = os.path.join(out, "model.onnx")
+        reference = graphs.pop("trt-hf-fp32")
+        for name in graphs:
+            worst, diff = bg.agreement(reference, graphs[name], cfg.vocab_size)
+            print(f"{family} {name} FP16 against the FP32 import, 32 rows of 16-384 tokens: worst cosine {worst:.6f}, "
+                  f"max abs diff {diff:.2e}", flush=True)
+        for line in bg.attention_kernels(graphs["trt-hf-fused"], cfg.vocab_size, 128, 134):
+            print(f"{family} trt-hf-fused 128x134 attention kernel: {line}", flush=True)
+        results[family] = {}
+        for name, path in graphs.items():
+            r, providers = bg.time_graph(path, cfg.vocab_size)
+            results[family][name] = r
+            print(f"{family} {name} ({providers[0]}): " + ", ".join(
+                f"{k} {v['seq_per_s']:.0f} seq/s ({v['ms']:.2f} ms, {100 * v['peak_share']:.1f}% of peak)" for k, v in r.items()), flush=True)
+        results[family]["torch"] = time_torch(model, cfg.vocab_size)
+        print(f"{family} torch FP16 (transformers, {model.config._attn_implementation}): " + ", ".join(
+            f"{k} {v['seq_per_s']:.0f} seq/s ({v['ms']:.2f} ms, {100 * v['peak_share']:.1f}% of peak)"
+            for k, v in results[family]["torch"].items()), flush=True)
+        for shape in results[family]["trt-hf-fused"]:
+            f = results[family]["trt-hf-fused"][shape]["seq_per_s"]
+            print(f"{family} {shape}: trt-hf-fused vs trt-hf {f / results[family]['trt-hf'][shape]['seq_per_s']:.2f}, "
+                  f"vs torch {f / results[family]['torch'][shape]['seq_per_s']:.2f}", flush=True)
+        del model
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
