@@ -181,6 +181,76 @@ fn fused_graphs_match_the_libraries_on_the_cpu() {
     }
 }
 
+/// The decoders' fused form (GroupQueryAttention) against their plain graph
+/// on the CPU in FP32, on the Qwen fixtures with heads GroupQueryAttention
+/// takes: the same weights laid out as 2 query heads and 1 key/value head of
+/// 16 (Qwen3's per-head norms widened to 16 by repeating them), so that the
+/// fused form is written; the plain graph is the one checked against the
+/// libraries above. (Mistral's fixture has 16-wide heads and is checked
+/// against the library directly.)
+#[test]
+fn decoder_fused_forms_match_their_plain_graphs_on_the_cpu() {
+    for name in ["qwen3-embed", "qwen2-embed"] {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(&fixtures().join(name), dir.path());
+        let config = dir.path().join("config.json");
+        let mut c: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+        c["num_attention_heads"] = 2.into();
+        c["num_key_value_heads"] = 1.into();
+        if name == "qwen3-embed" {
+            c["head_dim"] = 16.into();
+            widen_norms(&dir.path().join("model.safetensors"), 16);
+        }
+        std::fs::write(&config, serde_json::to_string(&c).unwrap()).unwrap();
+        let r = reference(name);
+        let mut got = Vec::new();
+        for form in [trt_hf::Form::Plain, trt_hf::Form::Fused] {
+            let out = tempfile::tempdir().unwrap();
+            let model = open_imported(dir.path(), out.path(), &ImportOptions::default().with_form(form), Provider::Cpu);
+            let written: Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("trt_model.json")).unwrap()).unwrap();
+            assert_eq!(written["form"], serde_json::to_value(form).unwrap(), "{name}: the form written");
+            got.push(embed_as_referenced(&model, &r));
+        }
+        let (cos, diff) = compare(&got[1], &got[0]);
+        println!("{name} (heads of 16) fused against plain, fp32: worst cosine {cos:.7}, max abs diff {diff:.2e}");
+        assert!(cos >= 0.9999 && diff <= 1e-4, "{name}: cosine {cos}, diff {diff}");
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// Rewrites `file` with every `*_norm.weight` of the attention (Qwen3's
+/// per-head `q_norm`, `k_norm`) repeated to `width` values.
+fn widen_norms(file: &Path, width: usize) {
+    let bytes = std::fs::read(file).unwrap();
+    let tensors = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut out: Vec<(String, safetensors::tensor::TensorView<'_>)> = Vec::new();
+    let mut widened: Vec<(String, safetensors::Dtype, Vec<u8>)> = Vec::new();
+    for (name, t) in tensors.tensors() {
+        if name.contains("self_attn.") && name.ends_with("_norm.weight") {
+            let data: Vec<u8> = t.data().iter().copied().cycle().take(width * t.dtype().bitsize() / 8).collect();
+            widened.push((name, t.dtype(), data));
+        } else {
+            out.push((name, t));
+        }
+    }
+    assert!(!widened.is_empty(), "{}: no per-head norms", file.display());
+    for (name, dtype, data) in &widened {
+        out.push((name.clone(), safetensors::tensor::TensorView::new(*dtype, vec![width], data).unwrap()));
+    }
+    safetensors::serialize_to_file(out, None, file).unwrap();
+}
+
 #[test]
 fn prompts_are_applied_as_sentence_transformers_applies_them() {
     let r = reference("bert-st5");
