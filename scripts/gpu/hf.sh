@@ -31,6 +31,9 @@
 #     beside the imported FP16 graphs, plain and fused (scripts/gpu/qwen3_06b.py)
 #   rotary (.gpu/hf/bins: trt): ModernBERT-base and Qwen3-0.6B-shaped imports, plain and
 #     fused, model only, beside the transformers model in FP16 (scripts/gpu/rotary_graphs.py)
+#   rotary-serve (.gpu/hf/bins: trt, serve_load): those folders through trt serve
+#     --model-id --fp16 --fused with no config (what it chose, one answer), then the plain
+#     and fused imports under load (1 and 512 clients of 22-token texts)
 #
 # Logs under $OUT.
 set -uo pipefail
@@ -48,7 +51,7 @@ export HF_FIXTURES=$ROOT/tests/data/hf
 export PYTHONPATH=$W/site PYTHONUNBUFFERED=1
 [ -f "$ORT_DYLIB_PATH" ] || { echo "hf.sh: ONNX Runtime is not in $W (ort-cuda.sh 0 and 2 first, on the same warm machine)" >&2; exit 1; }
 mkdir -p "$OUT"
-case "${1:?fixtures, minilm, base, embed, serve, sessions, minilm-serve, qwen3 or rotary}" in
+case "${1:?fixtures, minilm, base, embed, serve, sessions, minilm-serve, qwen3, rotary or rotary-serve}" in
 fixtures)
   unpack .gpu/hf/bins "$W/bin" trt_nlp || exit 1
   # One process per fixture (HF_CUDA_ONLY), so one that brings its process down is
@@ -73,6 +76,31 @@ rotary)
   timeout 420 python3 scripts/gpu/rotary_graphs.py --trt "$W/bin/trt" --work "$W/rotary" ${ROTARY_FAMILIES:+--families "$ROTARY_FAMILIES"} > "$OUT/hf_rotary.log" 2>&1
   echo "rotary_graphs.py exit $?"
   grep -vE "^\{|Warning|warn" "$OUT/hf_rotary.log" | tail -40
+  ;;
+rotary-serve)
+  unpack .gpu/hf/bins "$W/bin" trt serve_load || exit 1
+  timeout 200 python3 scripts/gpu/rotary_graphs.py --trt "$W/bin/trt" --work "$W/rotary-serve" --folders-only \
+    --tokenizer "$ROOT/.gpu/hf/minilm-f16/tokenizer.json" > "$OUT/hf_rotary_folders.log" 2>&1 || { tail -5 "$OUT/hf_rotary_folders.log"; exit 1; }
+  for fam in modernbert-base qwen3-0.6b; do
+    # --model-id with no config, fused: what trt serve chose on this GPU (CUDA graphs
+    # asked by default), whether it loads, and one answer.
+    "$W/bin/trt" serve --model-id "$W/rotary-serve/$fam/hf" --fp16 --fused --model-name m \
+      --http-port 18080 --grpc-port 0 --metrics-port 0 > "$OUT/hf_model_id_$fam.log" 2>&1 &
+    pid=$!
+    python3 scripts/gpu/model_id_check.py http://127.0.0.1:18080 m > "$OUT/hf_model_id_check_$fam.log" 2>&1
+    echo "$fam --model-id --fused check: exit $?"; cat "$OUT/hf_model_id_check_$fam.log"
+    kill $pid; wait $pid 2>/dev/null
+    grep -iE "warn|error" "$OUT/hf_model_id_$fam.log" | cut -c1-400 | head -5
+    for form in trt-hf trt-hf-fused; do
+      log="$OUT/hf_serve_${fam}_${form}_c1_512_w18.log"
+      SERVE_BENCH_TRT=$W/bin/trt SERVE_BENCH_KIND=KIND_GPU SERVE_BENCH_INSTANCES=2 SERVE_BENCH_MAX_BATCH=128 SERVE_BENCH_GRAPHS=16 \
+        SERVE_BENCH_ROW_BUCKETS=1 SERVE_BENCH_MODELS=batched SERVE_BENCH_SECONDS=${SERVE_SECONDS:-5} SERVE_BENCH_WARMUP_SECS=2 \
+        SERVE_BENCH_REQUESTS=200000 SERVE_BENCH_MODEL_DIR=$W/rotary-serve/$fam/$form SERVE_BENCH_CONCURRENCY=1,512 \
+        SERVE_BENCH_WORDS=18-18 timeout 150 "$W/bin/serve_load" > "$log" 2>&1
+      echo "$fam $form clients 1,512 words 18: exit $?"
+      grep -E "^batched .*c=|failures|panicked|graph" "$log" | cut -c1-300 | head -6
+    done
+  done
   ;;
 minilm)
   [ -x "$W/bin/trt_nlp" ] || { echo "hf.sh minilm: run hf.sh fixtures first (it unpacks trt_nlp)" >&2; exit 1; }
@@ -131,21 +159,7 @@ serve)
   "$W/bin/trt" serve --model-id "$W/base/mpnet-base/hf" --fp16 --fused --model-name mpnet \
     --http-port 18080 --grpc-port 0 --metrics-port 0 > "$OUT/hf_model_id.log" 2>&1 &
   pid=$!
-  python3 - > "$OUT/hf_model_id_check.log" 2>&1 <<'PY'
-import json, time, urllib.request
-base = "http://127.0.0.1:18080"
-for _ in range(300):
-    try:
-        urllib.request.urlopen(base + "/v2/health/ready", timeout=2)
-        break
-    except Exception:
-        time.sleep(0.5)
-config = json.load(urllib.request.urlopen(base + "/v2/models/mpnet/config", timeout=10))
-print("config:", json.dumps({k: config.get(k) for k in ["instance_group", "optimization", "parameters", "max_batch_size"]}))
-req = urllib.request.Request(base + "/embed", data=json.dumps({"inputs": "A short text to embed."}).encode(),
-                             headers={"content-type": "application/json"})
-print("embed: vector of", len(json.load(urllib.request.urlopen(req, timeout=30))[0]), "values")
-PY
+  python3 scripts/gpu/model_id_check.py http://127.0.0.1:18080 mpnet > "$OUT/hf_model_id_check.log" 2>&1
   echo "--model-id check: exit $?"; cat "$OUT/hf_model_id_check.log"
   kill $pid; wait $pid 2>/dev/null
   grep -iE "warn|error" "$OUT/hf_model_id.log" | head -5
@@ -213,5 +227,5 @@ qwen3)
   echo "qwen3_06b.py exit $?"
   grep -vE "Warning|warn|it/s" "$OUT/hf_qwen3_06b.log" | tail -12
   ;;
-*) echo "hf.sh: fixtures, minilm, base, embed, serve, sessions, minilm-serve, qwen3 or rotary" >&2; exit 2 ;;
+*) echo "hf.sh: fixtures, minilm, base, embed, serve, sessions, minilm-serve, qwen3, rotary or rotary-serve" >&2; exit 2 ;;
 esac

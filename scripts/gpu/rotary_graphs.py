@@ -18,6 +18,10 @@ its vocabulary cut to 32,000 tokens (the table's size does not change a pass's c
 The share of the H200's 790 TFLOP/s dense FP16 counts 2 FLOP per weight of the layers a
 token (the attention scores not counted).
 
+With --tokenizer FILE (a BERT uncased tokenizer.json: its ids fit both vocabularies), each
+folder gets that tokenizer so the imports can be served (scripts/gpu/hf.sh rotary-serve); else
+a word-level stand-in.
+
 Usage (on the host, after ort-cuda.sh 0 and 2): rotary_graphs.py --trt BIN --work DIR
 """
 import argparse
@@ -78,6 +82,8 @@ def main():
     ap.add_argument("--trt", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--families", default="modernbert-base,qwen3-0.6b")
+    ap.add_argument("--tokenizer", help="a tokenizer.json for the folders (truncation and padding taken out), so they can be served")
+    ap.add_argument("--folders-only", action="store_true", help="write the folders and their FP16 plain and fused imports, time nothing")
     args = ap.parse_args()
     bg.SHAPES = SHAPES
     results = {}
@@ -89,8 +95,20 @@ def main():
         shutil.rmtree(d, ignore_errors=True)
         model = AutoModel.from_config(cfg).eval()
         model.save_pretrained(os.path.join(d, "hf"))
+        if args.tokenizer:
+            with open(args.tokenizer) as f:
+                tok = json.load(f)
+            tok["truncation"], tok["padding"] = None, None
+        else:
+            tok = bg.tokenizer_json(cfg.vocab_size)
         with open(os.path.join(d, "hf", "tokenizer.json"), "w") as f:
-            json.dump(bg.tokenizer_json(cfg.vocab_size), f)
+            json.dump(tok, f)
+        if args.folders_only:
+            # The folder and its FP16 imports, for serving (hf.sh rotary-serve).
+            for name, extra in [("trt-hf", []), ("trt-hf-fused", ["--fused"])]:
+                subprocess.run([args.trt, "import", os.path.join(d, "hf"), "-o", os.path.join(d, name), "--fp16", *extra], check=True)
+            print(f"{family}: folder and imports in {d}", flush=True)
+            continue
         bg.FLOP_PER_TOKEN = layer_flop_per_token(model)
         print(f"{family}: {bg.FLOP_PER_TOKEN / 1e6:.0f} MFLOP a token in its layers", flush=True)
         graphs = {}
