@@ -544,9 +544,16 @@ pub fn warm_up(model: &ConfiguredModel) -> ServeResult<()> {
     let batch = vec![short; model.max_batch()];
     // Truncated to the model's longest sequence by the tokenizer.
     let long = "warm ".repeat(model.max_seq());
-    for texts in [vec![short], batch, vec![long.as_str()]] {
+    let shapes = [
+        (vec![short], "one short text".to_string()),
+        (batch, format!("{} short texts", model.max_batch())),
+        (vec![long.as_str()], format!("one text of the longest length ({} tokens)", model.max_seq())),
+    ];
+    for (texts, what) in shapes {
         for _ in 0..devices {
-            text_model.run(&texts, outputs)?;
+            // Which shape failed says what to change (a graph that writes out every
+            // attention score may not fit the longest length; its fused form may).
+            text_model.run(&texts, outputs).map_err(|e| ServeError::Internal(format!("warming up on {what}: {e}")))?;
         }
     }
     Ok(())
