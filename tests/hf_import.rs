@@ -358,8 +358,10 @@ fn op_counts(dir: &Path) -> std::collections::BTreeMap<String, usize> {
 /// provider only, so its numbers are checked on the GPU host by nlp_hf's
 /// CUDA test): one RemovePadding after the embeddings, a PackedAttention in
 /// every layer in place of Attention (MPNet's relative-position bias as its
-/// sixth input), one RestorePadding before the heads; rotary families are
-/// written in their fused form (the packed operators take no rotation).
+/// sixth input), one RestorePadding before the heads. NomicBERT and GTE
+/// rotate Q and K at each packed token's position and attend with one
+/// PackedMultiHeadAttention a layer; ModernBERT (its sliding layers' band)
+/// and the decoders (GroupQueryAttention) are written in their fused form.
 #[test]
 fn the_packed_form_runs_every_layer_on_the_real_tokens() {
     for (name, layers) in [("bert-hub", 2), ("mpnet-mean", 2)] {
@@ -378,8 +380,21 @@ fn the_packed_form_runs_every_layer_on_the_real_tokens() {
     }
     let out = tempfile::tempdir().unwrap();
     let d = import(&fixtures().join("modernbert-mean"), out.path(), &ImportOptions::default().with_form(trt_hf::Form::Packed)).unwrap();
-    assert_eq!(d.form, trt_hf::Form::Fused, "a rotary family is written fused");
+    assert_eq!(d.form, trt_hf::Form::Fused, "ModernBERT is written fused");
     assert_eq!(op_counts(out.path()).get("RemovePadding"), None);
+    for name in ["nomic-mean", "gte-cls"] {
+        let out = tempfile::tempdir().unwrap();
+        let d = import(&fixtures().join(name), out.path(), &ImportOptions::default().with_form(trt_hf::Form::Packed)).unwrap();
+        assert_eq!(d.form, trt_hf::Form::Packed, "{name}");
+        let ops = op_counts(out.path());
+        let count = |op: &str| ops.get(op).copied().unwrap_or(0);
+        assert_eq!((count("RemovePadding"), count("RestorePadding")), (1, 1), "{name}: {ops:?}");
+        assert_eq!(
+            (count("PackedMultiHeadAttention"), count("MultiHeadAttention"), count("RotaryEmbedding")),
+            (2, 0, 4),
+            "{name}: {ops:?}"
+        );
+    }
 }
 
 /// The rotary families' fused form: the encoders rotate Q and K with two

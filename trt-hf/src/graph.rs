@@ -728,6 +728,55 @@ impl Graph {
         (last, total)
     }
 
+    /// While the layers run packed ([`Graph::remove_padding`]): each of the
+    /// `packed` (`[tokens, ...]`) tokens' position in its row, `[tokens, 1]`
+    /// INT64, the position input of a RotaryEmbedding over packed tokens.
+    /// RemovePadding's first `tokens` offsets are the real tokens' indices
+    /// in the padded `[B * S]` layout, so a position is its offset modulo `S`.
+    pub fn packed_positions(&mut self, packed: &str) -> String {
+        let (offsets, _) = self.packing.clone().expect("packed positions follow remove_padding");
+        let flat = self.ints("packed_positions/flat", &[1], &[-1]);
+        let flat = self.op("Reshape", "packed_positions/Flatten", &[&offsets, &flat], vec![]);
+        let tokens = self.op("Shape", "packed_positions/Tokens", &[packed], vec![attr_int("start", 0), attr_int("end", 1)]);
+        let zero = self.ints("packed_positions/zero", &[1], &[0]);
+        let real = self.op("Slice", "packed_positions/Real", &[&flat, &zero, &tokens], vec![]);
+        let len = self.seq_len("input_ids");
+        let len = self.op("Cast", "packed_positions/Length", &[&len], vec![attr_int("to", DataType::Int32 as i64)]);
+        let pos = self.op("Mod", "packed_positions/Mod", &[&real, &len], vec![]);
+        let pos = self.op("Cast", "packed_positions/Cast", &[&pos], vec![attr_int("to", DataType::Int64 as i64)]);
+        let axis = self.ints("packed_positions/axis", &[1], &[1]);
+        self.op("Unsqueeze", "packed_positions/Unsqueeze", &[&pos, &axis], vec![])
+    }
+
+    /// `x` (`[tokens, heads * head_dim]`, packed) rotated by one
+    /// RotaryEmbedding node at `positions` ([`Graph::packed_positions`]).
+    /// Each token is a batch row of one position: a sequence axis of all
+    /// the tokens would be longer than the caches, which the node refuses.
+    pub fn packed_rotary_embedding(&mut self, x: &str, cache: &RotaryCache, positions: &str, heads: usize, name: &str) -> String {
+        let axis = self.ints(&format!("{name}/sequence_axis"), &[1], &[1]);
+        let x = self.op("Unsqueeze", &format!("{name}/Unsqueeze"), &[x, &axis], vec![]);
+        let y = self.ms_op(
+            "RotaryEmbedding",
+            &format!("{name}/RotaryEmbedding"),
+            &[&x, positions, &cache.cos, &cache.sin],
+            vec![attr_int("num_heads", heads as i64)],
+        );
+        self.op("Squeeze", &format!("{name}/Squeeze"), &[&y, &axis], vec![])
+    }
+
+    /// Bidirectional attention of packed `q`, `k`, `v` (`[tokens, heads *
+    /// head_dim]`) as one PackedMultiHeadAttention node over the offsets
+    /// [`Graph::remove_padding`] wrote.
+    pub fn packed_multi_head_attention(&mut self, q: &str, k: &str, v: &str, heads: usize, name: &str) -> String {
+        let (offsets, lengths) = self.packing.clone().expect("packed attention follows remove_padding");
+        self.ms_op(
+            "PackedMultiHeadAttention",
+            &format!("{name}/PackedMultiHeadAttention"),
+            &[q, k, v, "", &offsets, &lengths],
+            vec![attr_int("num_heads", heads as i64)],
+        )
+    }
+
     /// `x * w / sqrt(mean(x²) + eps)` over the last axis as one
     /// SimplifiedLayerNormalization node (ONNX Runtime's RMSNorm; its
     /// statistics are FP32 inside at any precision).

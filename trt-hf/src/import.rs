@@ -307,16 +307,13 @@ pub fn build(folder: &HfFolder, options: &ImportOptions, digest: String) -> Resu
             tracing::warn!("{}: no fused form for {}: {why}; writing the plain graph", folder.dir.display(), arch.model_type);
             Form::Plain
         }
-        // The packed operators take no rotation: the rotary families' fused
-        // form runs on padded rows.
-        (Form::Packed, None) if arch.family.is_rotary() => {
-            tracing::warn!(
-                "{}: no packed form for {} (its rotary attention has none); writing the fused graph",
-                folder.dir.display(),
-                arch.model_type
-            );
-            Form::Fused
-        }
+        (Form::Packed, None) => match family::packed_form_refused(arch) {
+            Some(why) => {
+                tracing::warn!("{}: no packed form for {}: {why}; writing the fused graph", folder.dir.display(), arch.model_type);
+                Form::Fused
+            }
+            None => Form::Packed,
+        },
         (form, _) => form,
     };
     let mut g = match form {

@@ -155,6 +155,16 @@ pub fn fused_form_refused(cfg: &ArchConfig) -> Option<String> {
     }
 }
 
+/// Why the packed form ([`crate::Form::Packed`]) cannot be written for this
+/// model, if it cannot (the fused form is written instead).
+pub fn packed_form_refused(cfg: &ArchConfig) -> Option<String> {
+    match cfg.family {
+        Family::ModernBert => Some("its sliding layers' band has no packed attention here".into()),
+        Family::Qwen3 | Family::Qwen2 | Family::Mistral => Some("GroupQueryAttention has no packed form".into()),
+        _ => None,
+    }
+}
+
 /// The `[B, labels]` logits of a `*ForSequenceClassification` checkpoint.
 pub fn classifier(g: &mut Graph, w: &Weights, cfg: &ArchConfig, hidden: &str) -> Result<String> {
     match cfg.family {

@@ -279,6 +279,15 @@ pub enum Positions {
         /// The pattern's bias, if it hides any key.
         bias: Option<String>,
     },
+    /// The fused operators over packed tokens (bidirectional, no pattern):
+    /// Q and K rotated at each token's position in its row
+    /// ([`Graph::packed_positions`]), one PackedMultiHeadAttention.
+    Packed {
+        /// The rotation.
+        cache: RotaryCache,
+        /// Each packed token's position, `[tokens, 1]`.
+        positions: String,
+    },
 }
 
 impl Positions {
@@ -305,6 +314,12 @@ impl Positions {
         }
     }
 
+    /// The positions of full attention over the packed tokens `packed`
+    /// ([`Graph::remove_padding`]'s output).
+    pub fn packed(g: &mut Graph, theta: f64, head_dim: usize, max_positions: usize, packed: &str) -> Self {
+        Positions::Packed { cache: cache(g, theta, head_dim, max_positions, "rope/global"), positions: g.packed_positions(packed) }
+    }
+
     /// Attention over the projected `q`, `k`, `v`, up to the output projection.
     pub fn attention(&self, g: &mut Graph, q: &str, k: &str, v: &str, h: Heads, name: &str) -> String {
         match self {
@@ -313,6 +328,11 @@ impl Positions {
                 let q = g.rotary_embedding(q, cache, h.heads, &format!("{name}/q"));
                 let k = g.rotary_embedding(k, cache, h.heads, &format!("{name}/k"));
                 g.multi_head_attention(&q, &k, v, h.heads, lengths, bias.as_deref(), name)
+            }
+            Positions::Packed { cache, positions } => {
+                let q = g.packed_rotary_embedding(q, cache, positions, h.heads, &format!("{name}/q"));
+                let k = g.packed_rotary_embedding(k, cache, positions, h.heads, &format!("{name}/k"));
+                g.packed_multi_head_attention(&q, &k, v, h.heads, name)
             }
         }
     }

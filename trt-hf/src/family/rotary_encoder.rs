@@ -42,7 +42,14 @@ pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig, rot: &Rotary) -> Re
     let mut x = g.layer_norm(&x, &lw, &lb, eps, "embeddings/LayerNorm");
     let heads = Heads { heads: cfg.heads, kv_heads: cfg.heads, head_dim: cfg.head_size };
     let lengths = g.is_fused().then(|| g.mask_index());
-    let positions = Positions::new(g, rot.theta, cfg.head_size, cfg.max_positions, Pattern::Full, lengths.as_deref(), "global");
+    // Packed, the layers run on the real tokens only, `[tokens, hidden]`.
+    let positions = match lengths {
+        Some(lengths) if g.is_packed() => {
+            x = g.remove_padding(&x, &lengths);
+            Positions::packed(g, rot.theta, cfg.head_size, cfg.max_positions, &x)
+        }
+        lengths => Positions::new(g, rot.theta, cfg.head_size, cfg.max_positions, Pattern::Full, lengths.as_deref(), "global"),
+    };
     for i in 0..cfg.layers {
         let name = format!("layer.{i}");
         let p = if gte { format!("encoder.layer.{i}") } else { format!("encoder.layers.{i}") };
@@ -83,7 +90,7 @@ pub fn encoder(g: &mut Graph, w: &Weights, cfg: &ArchConfig, rot: &Rotary) -> Re
         let (lw, lb) = norm_weights(w, &format!("{p}.{}", if gte { "mlp_ln" } else { "norm2" }), h)?;
         x = post_norm(g, &m, down_b.as_ref(), &x, (&lw, &lb), eps, &format!("{name}/mlp"));
     }
-    Ok(x)
+    Ok(if g.is_packed() { g.restore_padding(&x) } else { x })
 }
 
 /// `LayerNorm(x + delta + bias)`: one SkipLayerNormalization node in the
