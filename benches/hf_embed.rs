@@ -12,7 +12,7 @@
 //!
 //! Env: `HF_EMBED_FOLDER` (a sentence-transformers folder; default the
 //! mpnet-mean fixture of tests/data/hf), `HF_EMBED_FORM` (plain, fused
-//! [default], packed: the import's form; rotary families are written fused for packed),
+//! [default], packed: the import's form; ModernBERT and the decoders are written fused for packed),
 //! `HF_EMBED_TEXTS` (4096 on CUDA, 256 on the CPU), `HF_EMBED_BATCH` (32:
 //! sentence-transformers' default), `HF_EMBED_WORDS` (`MIN-MAX` words a text,
 //! 5-60), `HF_EMBED_REPEATS` (3: after one warm-up pass each side keeps its

@@ -41,7 +41,7 @@ pub enum Family {
 
 impl Family {
     /// Whether the family is one of the rotary ones (ModernBERT, NomicBERT, GTE, the decoders), whose config
-    /// the rotary config reader (`rotary_config.rs`) reads and which have no packed form.
+    /// the rotary config reader (`rotary_config.rs`) reads.
     pub fn is_rotary(self) -> bool {
         !matches!(self, Family::Bert | Family::Roberta | Family::DistilBert | Family::MpNet)
     }

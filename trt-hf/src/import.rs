@@ -84,9 +84,11 @@ pub enum Form {
     /// only (the tokenizer pipeline pads right).
     Fused,
     /// [`Form::Fused`] with the encoder layers on the batch's real tokens
-    /// only (`RemovePadding`, `PackedAttention`, `RestorePadding`): a batch
-    /// costs its tokens, not rows x its longest text. ONNX Runtime's CUDA
-    /// provider only (its CPU provider has none of the three operators).
+    /// only (`RemovePadding`, `PackedAttention` or, for NomicBERT and GTE,
+    /// `PackedMultiHeadAttention`, `RestorePadding`): a batch costs its
+    /// tokens, not rows x its longest text. ONNX Runtime's CUDA provider
+    /// only (its CPU provider has none of these operators). ModernBERT and
+    /// the decoders are written in [`Form::Fused`] instead.
     Packed,
 }
 

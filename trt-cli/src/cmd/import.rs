@@ -33,7 +33,7 @@ pub struct Args {
 
     /// --fused with the encoder layers on the batch's real tokens only (RemovePadding,
     /// PackedAttention, RestorePadding): a batch costs its tokens, not rows x its longest
-    /// text. ONNX Runtime's CUDA provider only; the rotary families get --fused.
+    /// text. ONNX Runtime's CUDA provider only; ModernBERT and the decoders get --fused.
     #[arg(long, conflicts_with = "fused")]
     pub packed: bool,
 }
