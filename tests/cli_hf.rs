@@ -10,6 +10,9 @@
 mod common;
 // Only the server guard and the client runner of the shared serving helpers are used here.
 #[allow(dead_code)]
+#[path = "common/dirs.rs"]
+mod dirs;
+use dirs::copy_dir;
 #[path = "common/serve.rs"]
 mod serve;
 
@@ -188,18 +191,6 @@ fn trt_serve_model_id_resolves_the_local_hub_cache_and_answers_like_sentence_tra
     serve::run_client(client, "tests/python/hf_serve.py", Duration::from_secs(120));
     let exit = server.terminate(Duration::from_secs(30));
     assert!(exit.success(), "trt serve exited with {exit} after SIGTERM");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 #[test]

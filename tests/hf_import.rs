@@ -9,6 +9,10 @@ use trt_hf::st::{Module, PoolingMode, SentenceConfig};
 use trt_hf::weights::Weights;
 use trt_hf::{import, Error, HfFolder, ImportOptions, ModelTask, ScoreActivation};
 
+#[path = "common/dirs.rs"]
+mod dirs;
+use dirs::copy_dir;
+
 fn fixtures() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf"))
 }
@@ -18,18 +22,6 @@ fn copy(name: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&fixtures().join(name), dir.path());
     dir
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 fn import_err(dir: &Path) -> Error {

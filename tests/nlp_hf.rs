@@ -20,6 +20,9 @@ use trt_nlp::backend::onnxruntime::{OrtBackendOptions, Provider};
 use trt_nlp::backend::{BackendChoice, BackendOptions};
 use trt_nlp::{HelperOptions, PairTruncation, TextModel, TruncationSide};
 
+#[path = "common/dirs.rs"]
+mod dirs;
+use dirs::copy_dir;
 #[path = "common/deps.rs"]
 mod deps;
 #[path = "common/libtest.rs"]
@@ -214,18 +217,6 @@ fn decoder_fused_forms_match_their_plain_graphs_on_the_cpu() {
         let (cos, diff) = compare(&got[1], &got[0]);
         println!("{name} (heads of 16) fused against plain, fp32: worst cosine {cos:.7}, max abs diff {diff:.2e}");
         assert!(cos >= 0.9999 && diff <= 1e-4, "{name}: cosine {cos}, diff {diff}");
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
     }
 }
 

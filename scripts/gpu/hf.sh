@@ -51,6 +51,20 @@ export HF_FIXTURES=$ROOT/tests/data/hf
 export PYTHONPATH=$W/site PYTHONUNBUFFERED=1
 [ -f "$ORT_DYLIB_PATH" ] || { echo "hf.sh: ONNX Runtime is not in $W (ort-cuda.sh 0 and 2 first, on the same warm machine)" >&2; exit 1; }
 mkdir -p "$OUT"
+
+# model_id_check FOLDER NAME TAG: `trt serve --model-id FOLDER --fp16 --fused` with no
+# config, what it chose and one answer (scripts/gpu/model_id_check.py); logs
+# $OUT/hf_model_id$TAG.log and $OUT/hf_model_id_check$TAG.log.
+model_id_check() {
+  "$W/bin/trt" serve --model-id "$1" --fp16 --fused --model-name "$2" \
+    --http-port 18080 --grpc-port 0 --metrics-port 0 > "$OUT/hf_model_id$3.log" 2>&1 &
+  local pid=$!
+  python3 scripts/gpu/model_id_check.py http://127.0.0.1:18080 "$2" > "$OUT/hf_model_id_check$3.log" 2>&1
+  echo "$2 --model-id --fused check: exit $?"; cat "$OUT/hf_model_id_check$3.log"
+  kill $pid; wait $pid 2>/dev/null
+  grep -iE "warn|error" "$OUT/hf_model_id$3.log" | cut -c1-400 | head -5
+}
+
 case "${1:?fixtures, minilm, base, embed, serve, sessions, minilm-serve, qwen3, rotary or rotary-serve}" in
 fixtures)
   unpack .gpu/hf/bins "$W/bin" trt_nlp || exit 1
@@ -84,13 +98,7 @@ rotary-serve)
   for fam in modernbert-base qwen3-0.6b; do
     # --model-id with no config, fused: what trt serve chose on this GPU (CUDA graphs
     # asked by default), whether it loads, and one answer.
-    "$W/bin/trt" serve --model-id "$W/rotary-serve/$fam/hf" --fp16 --fused --model-name m \
-      --http-port 18080 --grpc-port 0 --metrics-port 0 > "$OUT/hf_model_id_$fam.log" 2>&1 &
-    pid=$!
-    python3 scripts/gpu/model_id_check.py http://127.0.0.1:18080 m > "$OUT/hf_model_id_check_$fam.log" 2>&1
-    echo "$fam --model-id --fused check: exit $?"; cat "$OUT/hf_model_id_check_$fam.log"
-    kill $pid; wait $pid 2>/dev/null
-    grep -iE "warn|error" "$OUT/hf_model_id_$fam.log" | cut -c1-400 | head -5
+    model_id_check "$W/rotary-serve/$fam/hf" m "_$fam"
     for form in trt-hf trt-hf-fused; do
       log="$OUT/hf_serve_${fam}_${form}_c1_512_w18.log"
       SERVE_BENCH_TRT=$W/bin/trt SERVE_BENCH_KIND=KIND_GPU SERVE_BENCH_INSTANCES=2 SERVE_BENCH_MAX_BATCH=128 SERVE_BENCH_GRAPHS=16 \
@@ -156,13 +164,7 @@ serve)
   # 128, CUDA graphs up to 16 rows (not packed) and row buckets above.
   unpack .gpu/hf/bins "$W/bin" serve_load || exit 1
   # --model-id with no config: what trt serve chose on this GPU, and one answer.
-  "$W/bin/trt" serve --model-id "$W/base/mpnet-base/hf" --fp16 --fused --model-name mpnet \
-    --http-port 18080 --grpc-port 0 --metrics-port 0 > "$OUT/hf_model_id.log" 2>&1 &
-  pid=$!
-  python3 scripts/gpu/model_id_check.py http://127.0.0.1:18080 mpnet > "$OUT/hf_model_id_check.log" 2>&1
-  echo "--model-id check: exit $?"; cat "$OUT/hf_model_id_check.log"
-  kill $pid; wait $pid 2>/dev/null
-  grep -iE "warn|error" "$OUT/hf_model_id.log" | head -5
+  model_id_check "$W/base/mpnet-base/hf" mpnet ""
   export SERVE_BENCH_TRT=$W/bin/trt SERVE_BENCH_KIND=KIND_GPU SERVE_BENCH_INSTANCES=2 SERVE_BENCH_MAX_BATCH=128 \
     SERVE_BENCH_GRAPHS=16 SERVE_BENCH_ROW_BUCKETS=1 SERVE_BENCH_MODELS=batched SERVE_BENCH_SECONDS=${SERVE_SECONDS:-6} \
     SERVE_BENCH_WARMUP_SECS=2 SERVE_BENCH_REQUESTS=200000
