@@ -8,11 +8,11 @@
 //! against sentence-transformers' references (tests/python/hf_serve.py).
 
 mod common;
-// Only the server guard and the client runner of the shared serving helpers are used here.
-#[allow(dead_code)]
 #[path = "common/dirs.rs"]
 mod dirs;
 use dirs::copy_dir;
+// Only the server guard and the client runner of the shared serving helpers are used here.
+#[allow(dead_code)]
 #[path = "common/serve.rs"]
 mod serve;
 
