@@ -11,13 +11,16 @@
 //! | Qwen3 | no | yes (`q_norm`, `k_norm`) | refused by the config reader |
 //! | Qwen2 | yes (`o_proj` has none) | no | `layer_types`, or from `max_window_layers` when `use_sliding_window` |
 //! | Mistral | no | no | every layer, when `sliding_window` is set |
+//!
+//! The fused form ([`crate::Form::Fused`]) attends with one
+//! GroupQueryAttention a layer (rotation, causality, each row's length and
+//! the window inside; Qwen3's per-head norms as SimplifiedLayerNormalization
+//! before it) and adds and normalises in SkipSimplifiedLayerNormalization.
 
 use super::rotary::{self, Heads, Pattern, QkNorm};
 use crate::arch::{ArchConfig, Family, Rotary};
-use crate::graph::{attr_int, Graph};
-use crate::graph::{GroupQuery, Norm};
-use crate::weights::Tensor;
-use crate::weights::Weights;
+use crate::graph::{attr_int, Graph, GroupQuery, Norm};
+use crate::weights::{Tensor, Weights};
 use crate::Result;
 
 /// `[B, S, hidden]`: the final RMSNorm's output.

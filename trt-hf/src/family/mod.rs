@@ -13,6 +13,12 @@
 //! | [`rotary_encoder`] | `nomic_bert`, `gte` (`new`) | word + token type 0, LayerNorm; post-LN, rotary, bidirectional, gated SiLU / GELU | not supported |
 //! | [`decoder`] | `qwen3`, `qwen2`, `mistral` | tokens only; pre-RMSNorm, rotary, causal grouped-query attention (sliding-window layers), gated SiLU | not supported (Qwen3's causal LM as a reranker: [`crate::rerank`]) |
 //!
+//! Every family is written in standard operators (the plain form) and in ONNX
+//! Runtime's fused operators; the BERT-like families, NomicBERT and GTE also
+//! run their layers packed. What a model cannot have is said by
+//! [`fused_form_refused`] and [`packed_form_refused`] (the importer then
+//! writes the next form down, with a warning).
+//!
 //! `*ForTokenClassification` checkpoints of the BERT-like families all put
 //! `classifier` on every token's state ([`token_classifier`]); the masked-LM
 //! head SPLADE reads is BERT's ([`mlm_head`]).

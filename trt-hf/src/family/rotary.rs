@@ -1,7 +1,9 @@
-//! The blocks the rotary families (ModernBERT, NomicBERT, GTE, the decoders) are made of, written
-//! once, in standard operators and, where a block has one, in ONNX Runtime's fused operators: RMSNorm, rotary position tables and their application, the
-//! attention masks (padding, causal, sliding window), grouped-query
-//! attention and the gated feed-forward.
+//! The blocks the rotary families (ModernBERT, NomicBERT, GTE, the
+//! decoders) are made of, written once, in standard operators and, where a
+//! block has one, in ONNX Runtime's fused operators: RMSNorm, rotary
+//! position tables and their application, the attention masks (padding,
+//! causal, sliding window), grouped-query attention and the gated
+//! feed-forward.
 //!
 //! | block | what | precision in an FP16 model |
 //! |---|---|---|
@@ -12,7 +14,7 @@
 //! | [`gated_mlp`] | `out(act(a(x)) * b(x))`, `out` with or without a bias | follows its inputs |
 //! | [`cache`] | the same angles as `cos` and `sin` caches `[max_positions, head_dim / 2]`, ONNX Runtime's layout | follow their consumers |
 //! | [`pattern_bias`] | the `[1, 1, S, S]` bias of a pattern alone (the fused attention takes each row's length) | follows its inputs |
-//! | [`Positions`] | an encoder layer's rotation and mask, in standard operators or as RotaryEmbedding + MultiHeadAttention | the fused attention FP16 |
+//! | [`Positions`] | an encoder layer's rotation and mask: standard operators, RotaryEmbedding + MultiHeadAttention, or their packed forms | the fused attention FP16 |
 //! | [`pre_norm`] | `norm(x + pending)` keeping the sum: one Skip(Simplified)LayerNormalization when fused | follows its inputs (statistics FP32 inside) |
 //!
 //! Grouped-query attention is written without copying K and V per query
