@@ -145,17 +145,8 @@ impl Graph {
     /// [`Graph::restore_padding`], [`Graph::fused_attention`] writes
     /// `PackedAttention` over these offsets.
     pub fn remove_padding(&mut self, x: &str, mask_index: &str) -> String {
-        let node = self.fresh("RemovePadding");
-        let outs: Vec<String> =
-            ["packed", "token_offset", "cumulative_lengths", "max_length"].iter().map(|o| format!("{node}_{o}")).collect();
-        self.nodes.push(NodeProto {
-            op_type: Some("RemovePadding".into()),
-            name: Some(node),
-            domain: Some(MS_DOMAIN.into()),
-            input: vec![x.to_string(), mask_index.to_string()],
-            output: outs.clone(),
-            ..Default::default()
-        });
+        let outputs = [Some("packed"), Some("token_offset"), Some("cumulative_lengths"), Some("max_length")];
+        let outs = self.node(Some(MS_DOMAIN), "RemovePadding", "RemovePadding", &[x, mask_index], &outputs, vec![]);
         self.packing = Some((outs[1].clone(), outs[2].clone()));
         outs[0].clone()
     }
@@ -169,11 +160,7 @@ impl Graph {
 
     /// A node of ONNX Runtime's operator `op` (domain `com.microsoft`).
     pub fn ms_op(&mut self, op: &str, name: &str, inputs: &[&str], attrs: Vec<AttributeProto>) -> String {
-        let out = self.op(op, name, inputs, attrs);
-        if let Some(n) = self.nodes.last_mut() {
-            n.domain = Some(MS_DOMAIN.into());
-        }
-        out
+        self.node(Some(MS_DOMAIN), op, name, inputs, &[Some("out")], attrs).remove(0)
     }
 
     /// A fresh name based on `base` (a suffix is added when it is taken).
@@ -233,20 +220,36 @@ impl Graph {
 
     /// A node of `op` over `inputs` with one output, named `name`; returns the output.
     pub fn op(&mut self, op: &str, name: &str, inputs: &[&str], attrs: Vec<AttributeProto>) -> String {
+        self.node(None, op, name, inputs, &[Some("out")], attrs).remove(0)
+    }
+
+    /// A node of `op` in `domain` (the default one for `None`), named from
+    /// `name`; `outputs` names each output by a suffix, `None` leaving an
+    /// optional output out. Returns the outputs' names.
+    fn node(
+        &mut self,
+        domain: Option<&str>,
+        op: &str,
+        name: &str,
+        inputs: &[&str],
+        outputs: &[Option<&str>],
+        attrs: Vec<AttributeProto>,
+    ) -> Vec<String> {
         let node = self.fresh(name);
-        let out = format!("{node}_out");
+        let outs: Vec<String> = outputs.iter().map(|o| o.map(|o| format!("{node}_{o}")).unwrap_or_default()).collect();
         if self.fp32_region {
             self.fp32_nodes.push(node.clone());
         }
         self.nodes.push(NodeProto {
             op_type: Some(op.to_string()),
             name: Some(node),
+            domain: domain.map(str::to_string),
             input: inputs.iter().map(|s| s.to_string()).collect(),
-            output: vec![out.clone()],
+            output: outs.clone(),
             attribute: attrs,
             ..Default::default()
         });
-        out
+        outs
     }
 
     fn init(&mut self, name: &str, dims: &[usize], data_type: DataType, raw: Vec<u8>) -> String {
@@ -592,33 +595,6 @@ pub struct GroupQuery<'a> {
 }
 
 impl Graph {
-    /// A node of ONNX Runtime's `op` with several outputs; `outputs` names
-    /// each by a suffix, `None` leaving an optional output out.
-    fn ms_op_outputs(
-        &mut self,
-        op: &str,
-        name: &str,
-        inputs: &[&str],
-        outputs: &[Option<&str>],
-        attrs: Vec<AttributeProto>,
-    ) -> Vec<String> {
-        let node = self.fresh(name);
-        let outs: Vec<String> = outputs.iter().map(|o| o.map(|o| format!("{node}_{o}")).unwrap_or_default()).collect();
-        if self.fp32_region {
-            self.fp32_nodes.push(node.clone());
-        }
-        self.nodes.push(NodeProto {
-            op_type: Some(op.into()),
-            name: Some(node),
-            domain: Some(MS_DOMAIN.into()),
-            input: inputs.iter().map(|s| s.to_string()).collect(),
-            output: outs.clone(),
-            attribute: attrs,
-            ..Default::default()
-        });
-        outs
-    }
-
     /// `norm(x + skip (+ bias))` as one SkipLayerNormalization (or, for
     /// RMSNorm, SkipSimplifiedLayerNormalization) node, and the sum itself
     /// when `keep_sum` (the residual stream of a pre-norm layer).
@@ -649,7 +625,7 @@ impl Graph {
             inputs.pop();
         }
         let outputs: &[Option<&str>] = if keep_sum { &[Some("out"), None, None, Some("sum")] } else { &[Some("out")] };
-        let outs = self.ms_op_outputs(op, &format!("{name}/{op}"), &inputs, outputs, vec![attr_float("epsilon", eps)]);
+        let outs = self.node(Some(MS_DOMAIN), op, &format!("{name}/{op}"), &inputs, outputs, vec![attr_float("epsilon", eps)]);
         (outs[0].clone(), keep_sum.then(|| outs[3].clone()))
     }
 
@@ -695,7 +671,8 @@ impl Graph {
         let (seqlens, total) = self.gqa_lengths();
         // The window counts the query's own position: i - window < j <= i.
         let window = a.window.map_or(-1, |w| w as i64 + 1);
-        let outs = self.ms_op_outputs(
+        let outs = self.node(
+            Some(MS_DOMAIN),
             "GroupQueryAttention",
             &format!("{name}/GroupQueryAttention"),
             &[q, k, v, "", "", &seqlens, &total, &a.rotary.cos, &a.rotary.sin],
