@@ -38,7 +38,7 @@ pub const FORMAT: u32 = 2;
 /// bumped when a graph changes form but not meaning (a faster layout), so a
 /// cached import is written again while an import a caller keeps still opens.
 /// 2: MPNet's packed form pads its sequence for the memory-efficient attention.
-/// 3: the rotary families' fused form.
+/// 3: the rotary families' fused form, and NomicBERT's and GTE's packed form.
 const GRAPHS: u32 = 3;
 
 /// The output holding the sentence embedding (FLOAT `[batch, dim]`).

@@ -155,9 +155,9 @@ fn aligned_with_bias(g: &mut Graph, w: &Weights, cfg: &ArchConfig, x: &str, len:
 /// Why the fused form ([`crate::Form::Fused`]) cannot be written for this
 /// model, if it cannot.
 pub fn fused_form_refused(cfg: &ArchConfig) -> Option<String> {
-    match (cfg.family, &cfg.rotary) {
-        (Family::ModernBert | Family::NomicBert | Family::Gte, _) | (_, None) => None,
-        (_, Some(_)) => decoder::fused_form_refused(cfg),
+    match cfg.family {
+        Family::Qwen3 | Family::Qwen2 | Family::Mistral => decoder::fused_form_refused(cfg),
+        _ => None,
     }
 }
 
